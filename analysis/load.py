@@ -1,0 +1,178 @@
+"""Find run folders and read each into a `Run`: run.json's settings plus Locust's CSVs as frames.
+
+A run folder is any folder holding a `*_stats.csv` (the harness writes `locust_stats.csv`; a plain
+`locust --csv DIR/NAME` run works too). Missing pieces that leave the rest usable (no run.json, no
+history, a cut-off last history line) are warnings; unreadable pieces are AnalysisErrors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import columns as C
+from .errors import AnalysisError, warn
+from .locust_csv import read_exceptions, read_failures, read_history, read_stats
+from .manifest import RunMeta, read_manifest
+
+STATS_SUFFIX = "_stats.csv"
+
+
+@dataclass
+class Run:
+    """One headless run. `meta` is empty (all None) when the folder has no run.json."""
+
+    folder: Path
+    prefix: str
+    meta: RunMeta
+    stats: pd.DataFrame
+    history: pd.DataFrame | None = None
+    failures: pd.DataFrame | None = None
+    exceptions: pd.DataFrame | None = None
+    has_manifest: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.meta.run_id or self.folder.name
+
+    @property
+    def user_class(self) -> str | None:
+        return "+".join(self.meta.user_classes) or None
+
+    @property
+    def workers(self) -> int | None:
+        return self.meta.workers
+
+    @property
+    def users(self) -> int | None:
+        return self.meta.users
+
+    @property
+    def aggregated(self) -> pd.Series:
+        """The stats CSV's Aggregated row (read_stats guarantees there is one)."""
+        rows = self.stats[self.stats[C.ENDPOINT_NAME] == C.AGGREGATED]
+        return rows.iloc[-1]
+
+    @property
+    def label(self) -> str:
+        """Short name for charts: class, generators and repeat, e.g. "AlbumsHttpUser ×2 #1"."""
+        parts = [self.user_class or self.run_id]
+        if self.workers is not None:
+            parts.append(f"×{self.workers}")
+        if self.meta.repeat is not None:
+            parts.append(f"#{self.meta.repeat}")
+        return " ".join(parts)
+
+    def csv_path(self, suffix: str) -> Path:
+        return self.folder / f"{self.prefix}{suffix}"
+
+
+def discover_runs(paths: Iterable[str | Path]) -> list[Path]:
+    """Run folders under each path (recursively), in a stable order; errors name the bad path."""
+    found: dict[Path, None] = {}
+    for given in paths:
+        path = Path(given)
+        if not path.exists():
+            raise AnalysisError(path, "no such file or directory")
+        if path.is_file():
+            if path.name.endswith(STATS_SUFFIX) or path.name == C.MANIFEST:
+                found[path.parent] = None
+                continue
+            raise AnalysisError(path, f"not a run folder, a *{STATS_SUFFIX} or a {C.MANIFEST}")
+        here = sorted({p.parent for p in path.rglob(f"*{STATS_SUFFIX}") if not _hidden(p, path)})
+        if not here:
+            raise AnalysisError(path, f"no Locust run found (no *{STATS_SUFFIX} in it or below)")
+        found.update(dict.fromkeys(here))
+    return list(found)
+
+
+def _hidden(p: Path, root: Path) -> bool:
+    # Skips .git, and the CLI's own half-built .report-tmp-* folders.
+    return any(part.startswith(".") for part in p.relative_to(root).parts)
+
+
+def _prefix(folder: Path) -> str:
+    stats = sorted(p.name for p in folder.glob(f"*{STATS_SUFFIX}"))
+    if C.STATS_CSV in stats or not stats:
+        return C.CSV_PREFIX
+    if len(stats) > 1:
+        raise AnalysisError(folder, f"several *{STATS_SUFFIX} files ({', '.join(stats)}); which run is it?")
+    return stats[0][: -len(STATS_SUFFIX)]
+
+
+def load_run(folder: str | Path, history: bool = True) -> Run:
+    """Read one run folder. `history=False` skips the (possibly large) history file."""
+    folder = Path(folder)
+    prefix = _prefix(folder)
+    run = Run(
+        folder=folder, prefix=prefix, meta=RunMeta(), stats=read_stats(folder / f"{prefix}{STATS_SUFFIX}")
+    )
+    manifest = folder / C.MANIFEST
+    if manifest.exists():
+        run.meta = read_manifest(manifest)
+    else:
+        run.has_manifest = False
+    if history:
+        run.history = _optional(run, "_stats_history.csv", read_history, "no history: no charts over time")
+    run.failures = _optional(run, "_failures.csv", read_failures, "failure details unavailable")
+    run.exceptions = _optional(run, "_exceptions.csv", read_exceptions, "exception details unavailable")
+    if not run.has_manifest:
+        _warn_unknowns(run)
+    _check_workers(run)
+    return run
+
+
+def _optional(run: Run, suffix: str, reader, consequence: str) -> pd.DataFrame | None:
+    path = run.csv_path(suffix)
+    if not path.exists():
+        run.warnings.append(warn(path, f"missing; {consequence}"))
+        return None
+    return reader(path)
+
+
+def _warn_unknowns(run: Run) -> None:
+    """No run.json: say exactly what is unknown; take the user count from the history, and say so."""
+    peak = int(run.history[C.USERS].max()) if run.history is not None and len(run.history) else 0
+    unknown = "user class, worker count, mode, host, wait time, Locust version"
+    note = ""
+    if peak > 0:
+        run.meta = RunMeta(run_id=run.folder.name, users=peak)
+        note = f"; users = {peak} taken from the history's peak User Count"
+    else:
+        unknown += ", users"
+    run.warnings.append(
+        warn(
+            run.folder / C.MANIFEST,
+            f"missing; unknown: {unknown}{note}; this run is left out of scaling fits",
+        )
+    )
+
+
+def _check_workers(run: Run) -> None:
+    meta = run.meta
+    if meta.mode in ("distributed", "processes"):
+        expected, connected = meta.workers_expected, meta.workers_connected
+        if not connected:
+            run.warnings.append(warn(run.folder / C.MANIFEST, f"mode {meta.mode} but no worker connected"))
+        elif expected and connected < expected:
+            run.warnings.append(
+                warn(
+                    run.folder / C.MANIFEST,
+                    f"only {connected} of {expected} workers connected; using {connected}",
+                )
+            )
+
+
+def load_runs(paths: Iterable[str | Path], history: bool = True) -> list[Run]:
+    """Every run under `paths`, ordered by start time (then run id)."""
+    runs = [load_run(folder, history=history) for folder in discover_runs(paths)]
+    seen: dict[str, Path] = {}
+    for run in runs:
+        if run.run_id in seen:
+            run.warnings.append(warn(run.folder, f"same run_id as {seen[run.run_id]}; both are used"))
+        seen.setdefault(run.run_id, run.folder)
+    return sorted(runs, key=lambda r: (r.meta.started_at or "", r.run_id))

@@ -1,0 +1,92 @@
+"""CPU use of every load generator, measured by each process itself.
+
+Locust's own `cpu_usage` is sampled every 10 s (its 90 % warning rarely fires in a 30 s run), so
+each process also reports the CPU seconds it used since the test started: workers piggyback them on
+their regular stats report (`report_to_master`, every 3 s and once more when they quit), a
+standalone (local) runner samples itself. From cumulative seconds we get an exact mean over the run
+and the busiest report interval.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+REPORT_KEY = "swarmbench_cpu"
+"""Key in the worker -> master stats report; namespaced so it never collides with Locust's."""
+
+
+def process_cpu_seconds() -> float:
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
+@dataclass
+class CpuSeries:
+    """Cumulative (wall seconds, cpu seconds) samples of one process since the test started."""
+
+    samples: list[tuple[float, float]] = field(default_factory=list)
+    locust_reported: list[float] = field(default_factory=list)
+
+    def add(self, wall_s: float, cpu_s: float) -> None:
+        if not self.samples or wall_s > self.samples[-1][0]:
+            self.samples.append((wall_s, cpu_s))
+
+    def mean_percent(self) -> float | None:
+        if not self.samples or self.samples[-1][0] <= 0:
+            return None
+        wall, cpu = self.samples[-1]
+        return round(100 * cpu / wall, 1)
+
+    def max_percent(self) -> float | None:
+        """Busiest interval between two reports (intervals under 1 s are merged into the next);
+        never below the mean, which a short last interval could otherwise hide."""
+        best, (w0, c0) = None, (0.0, 0.0)
+        for w, c in self.samples:
+            if w - w0 >= 1.0:
+                rate = 100 * (c - c0) / (w - w0)
+                best = rate if best is None else max(best, rate)
+                w0, c0 = w, c
+        mean = self.mean_percent()
+        if best is None:
+            return mean
+        return round(max(best, mean or 0.0), 1)
+
+    def summary(self) -> dict:
+        reported = self.locust_reported
+        return {
+            "mean_percent": self.mean_percent(),
+            "max_percent": self.max_percent(),
+            "samples": len(self.samples),
+            "locust_reported_mean_percent": round(sum(reported) / len(reported), 1) if reported else None,
+            "locust_reported_max_percent": round(max(reported), 1) if reported else None,
+        }
+
+
+class CpuClock:
+    """This process's CPU seconds and wall seconds since `start()`."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.c0 = process_cpu_seconds()
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        self.c0 = process_cpu_seconds()
+
+    def read(self) -> tuple[float, float]:
+        return time.monotonic() - self.t0, process_cpu_seconds() - self.c0
+
+
+def summarize(series: dict[str, CpuSeries]) -> dict:
+    """run.json's worker_cpu: the mean over workers of each one's mean, the max over all."""
+    per_worker = [{"id": wid, **s.summary()} for wid, s in sorted(series.items())]
+    means = [w["mean_percent"] for w in per_worker if w["mean_percent"] is not None]
+    maxes = [w["max_percent"] for w in per_worker if w["max_percent"] is not None]
+    return {
+        "mean_percent": round(sum(means) / len(means), 1) if means else None,
+        "max_percent": max(maxes) if maxes else None,
+        "per_worker": per_worker,
+    }

@@ -1,0 +1,174 @@
+"""The albums scenario: list albums, get one the user has seen, create one; GET:POST = 3:1.
+
+One task definition (AlbumsJourney) runs under both Locust clients, so a comparison of HttpUser
+and FastHttpUser measures the client, never a difference in what the users do:
+
+    locust -f locustfiles/albums.py AlbumsHttpUser        # or AlbumsFastHttpUser
+    LOCUST_USER_CLASSES=AlbumsFastHttpUser locust -f locustfiles/albums.py
+
+Each response is validated: a wrong album, a malformed body or a missing id is a failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from locust import HttpUser, TaskSet
+from locust.contrib.fasthttp import FastHttpUser
+
+from _swarmbench import parse_wait_time
+
+LIST_LIMIT = 20
+"""Page size of the list request: a fixed page keeps the payload constant as the store grows
+(an unpaginated list whose payload grows with every POST ends up dominating latency)."""
+
+SEEN_IDS_MAX = 1000
+"""Ids each user remembers for GET /albums/{id}; bounded so memory stays flat in long runs."""
+
+LIST = "GET /albums"
+GET = "GET /albums/{id}"
+CREATE = "POST /albums"
+"""Stable request names (analysis keys on them), the same as the target's route labels."""
+
+_serial = itertools.count(1)
+
+
+def list_albums(ts: TaskSet) -> None:
+    with ts.client.get(f"/albums?limit={LIST_LIMIT}", name=LIST, catch_response=True) as resp:
+        page = _json(resp)
+        if page is None:
+            return
+        albums = page.get("albums") if isinstance(page, dict) else None
+        if not isinstance(albums, list) or not isinstance(page.get("total"), int):
+            resp.failure("list: body is not {albums: [...], total: N}")
+            return
+        if len(albums) > LIST_LIMIT:
+            resp.failure(f"list: {len(albums)} albums on a page of {LIST_LIMIT}")
+            return
+        for album in albums:
+            if not _valid_album(album):
+                resp.failure(f"list: malformed album {album!r:.80}")
+                return
+            _remember(ts, album["id"])
+        resp.success()
+
+
+def get_album(ts: TaskSet) -> None:
+    seen: list[int] = ts.user.seen_ids
+    if not seen:  # a user's first step: no id seen yet, so list (still a GET) instead of guessing
+        list_albums(ts)
+        return
+    album_id = random.choice(seen)
+    with ts.client.get(f"/albums/{album_id}", name=GET, catch_response=True) as resp:
+        album = _json(resp)
+        if album is None:
+            return
+        if not _valid_album(album):
+            resp.failure(f"get: malformed album {album!r:.80}")
+        elif album["id"] != album_id:
+            resp.failure(f"get: asked for album {album_id}, got {album['id']}")
+        else:
+            resp.success()
+
+
+def create_album(ts: TaskSet) -> None:
+    n = next(_serial)
+    sent = {
+        "title": f"Load Test Vol. {n}",
+        "artist": ts.user.artist,
+        "price": round(random.uniform(1, 60), 2),
+    }
+    with ts.client.post("/albums", json=sent, name=CREATE, catch_response=True) as resp:
+        if resp.status_code != 201:
+            resp.failure(f"create: status {resp.status_code}, want 201")
+            return
+        album = _json(resp)
+        if album is None:
+            return
+        if not _valid_album(album):
+            resp.failure(f"create: malformed album {album!r:.80}")
+        elif any(album[k] != v for k, v in sent.items()):
+            resp.failure("create: the stored album differs from the one sent")
+        else:
+            _remember(ts, album["id"])
+            resp.success()
+
+
+def _json(resp):
+    """The decoded body, or None after marking the request failed."""
+    if resp.status_code != 200 and resp.status_code != 201:
+        resp.failure(f"status {resp.status_code}")
+        return None
+    try:
+        return resp.json()
+    except ValueError:
+        resp.failure("body is not JSON")
+        return None
+
+
+def _valid_album(album) -> bool:
+    return (
+        isinstance(album, dict)
+        and isinstance(album.get("id"), int)
+        and album["id"] > 0
+        and isinstance(album.get("title"), str)
+        and isinstance(album.get("artist"), str)
+        and isinstance(album.get("price"), int | float)
+    )
+
+
+def _remember(ts: TaskSet, album_id: int) -> None:
+    seen: list[int] = ts.user.seen_ids
+    if len(seen) < SEEN_IDS_MAX:
+        seen.append(album_id)
+    else:
+        seen[random.randrange(SEEN_IDS_MAX)] = album_id
+
+
+class AlbumsJourney(TaskSet):
+    """A fixed cycle -- list, get, create, get: 3 reads per write by construction -- that each user
+    enters at a random step.
+
+    Not weighted random picks: those need tens of thousands of requests before the measured ratio
+    is within 5 % of 3:1. A cycle holds it within one cycle per user, and a random entry step means
+    the partial cycles users are in when the test stops do not tilt the ratio either way.
+    """
+
+    tasks = [list_albums, get_album, create_album, get_album]
+
+    def on_start(self) -> None:
+        self.step = random.randrange(len(self.tasks))
+
+    def get_next_task(self):
+        task = self.tasks[self.step % len(self.tasks)]
+        self.step += 1
+        return task
+
+
+def _wait(user) -> float:
+    """Pacing from --wait-time / LOCUST_WAIT_TIME (see _swarmbench/wait.py), read per wait so a
+    value changed in the web UI applies to the next test."""
+    return parse_wait_time(user.environment.parsed_options.wait_time)(user)
+
+
+def _start(user) -> None:
+    user.seen_ids = []
+    user.artist = type(user).__name__  # lets a person tell the two clients' albums apart
+
+
+class AlbumsHttpUser(HttpUser):
+    """The journey with Locust's requests-based client (HttpUser): the familiar default."""
+
+    tasks = [AlbumsJourney]
+    wait_time = _wait
+    on_start = _start
+
+
+class AlbumsFastHttpUser(FastHttpUser):
+    """The same journey with geventhttpclient (FastHttpUser): several times less CPU per request,
+    so one worker can offer more load."""
+
+    tasks = [AlbumsJourney]
+    wait_time = _wait
+    on_start = _start

@@ -1,0 +1,3 @@
+module swarmbench/target
+
+go 1.26

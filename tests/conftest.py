@@ -1,0 +1,115 @@
+"""Shared fixtures: the real Go target on 127.0.0.1, real Locust processes, Docker availability.
+
+Nothing here is mocked: tests drive the real albums service, real Locust runs and (for the
+`docker` tests) the real compose stack.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCUSTFILES = ROOT / "locustfiles"
+sys.path.insert(0, str(LOCUSTFILES))  # the plugin package `_swarmbench` for unit tests
+sys.path.insert(0, str(ROOT))  # analysis/ and swarmbench/
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def albums_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The target built from source once per session (CI has Go; the target is part of the repo)."""
+    out = tmp_path_factory.mktemp("bin") / "albums"
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "target", check=True)
+    return out
+
+
+class Target:
+    def __init__(self, binary: Path, **env: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [str(binary)],
+            env={**os.environ, "PORT": str(self.port), **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        wait_http(self.url + "/healthz")
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+
+
+@pytest.fixture
+def albums_target(albums_binary: Path) -> Iterator[Target]:
+    """A fresh albums service on a free loopback port (fresh counters for every test)."""
+    t = Target(albums_binary)
+    yield t
+    t.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_compose() -> None:
+    """Docker end-to-end tests run wherever an engine is up, and MUST run in CI (never skip)."""
+    ok = shutil.which("docker") is not None and (
+        subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    )
+    if ok:
+        return
+    if IN_CI:
+        pytest.fail(
+            "CI is set but no Docker engine with compose is available (run ../shared/offline-docker/setup)"
+        )
+    pytest.skip("no Docker engine (these tests are mandatory in CI)")
+
+
+def locust_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "locust", *args]
+
+
+def run_locust(
+    *args: str, timeout: float = 90, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run Locust from the repo root (so locust.conf applies), bounded in time."""
+    return subprocess.run(
+        locust_cmd(*args),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )

@@ -1,0 +1,63 @@
+"""Reading a run folder in tests, through the column names analysis/ defines (one place)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from analysis import columns as C
+
+RUN_FILES = (C.STATS_CSV, C.HISTORY_CSV, C.FAILURES_CSV, C.EXCEPTIONS_CSV, C.REPORT_HTML, C.MANIFEST)
+
+
+def only_run(results: Path) -> Path:
+    runs = [p.parent for p in results.rglob(C.MANIFEST)]
+    assert len(runs) == 1, f"expected one run folder under {results}, got {runs}"
+    return runs[0]
+
+
+def manifest(run_dir: Path) -> dict:
+    return json.loads((run_dir / C.MANIFEST).read_text())
+
+
+def stats(run_dir: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """*_stats.csv rows keyed by (Type, Name)."""
+    with open(run_dir / C.STATS_CSV, newline="") as f:
+        return {(r[C.TYPE], r[C.NAME]): r for r in csv.DictReader(f)}
+
+
+def count(rows: dict, key: tuple[str, str], column: str = C.REQUEST_COUNT) -> int:
+    return int(rows[key][column]) if key in rows else 0
+
+
+def method_counts(rows: dict) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (typ, name), r in rows.items():
+        if name != C.AGGREGATED:
+            out[typ] = out.get(typ, 0) + int(r[C.REQUEST_COUNT])
+    return out
+
+
+def total(rows: dict, column: str = C.REQUEST_COUNT) -> int:
+    return count(rows, ("", C.AGGREGATED), column)
+
+
+_ALBUM_ROUTE = re.compile(
+    r'^albums_http_requests_total\{route="(GET|POST) /albums[^"]*",code="\d+"\} (\d+)$', re.M
+)
+
+
+def target_album_requests(metrics_text: str) -> int:
+    """Requests the target served on the album routes, read straight from its /metrics text."""
+    return sum(int(n) for _, n in _ALBUM_ROUTE.findall(metrics_text))
+
+
+def printed_total(stdout: str) -> int:
+    """The request count of the last 'Aggregated' line Locust printed (its final summary)."""
+    # The request table's row reads "Aggregated  <reqs>  <fails>(<pct>%) | ..."; the percentile
+    # table that follows has an Aggregated row too, without the "(...%)".
+    lines = [ln for ln in stdout.splitlines() if re.search(r"\sAggregated\s+\d+\s+\d+\(", ln)]
+    assert lines, "Locust printed no Aggregated line"
+    return int(lines[-1].split("Aggregated", 1)[1].split()[0])

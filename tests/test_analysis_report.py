@@ -1,0 +1,82 @@
+"""Charts and the HTML page, in-process: Figures returned (no files), units on axes, text escaped."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from matplotlib.figure import Figure
+
+from analysis import plots
+from analysis.load import load_runs
+from analysis.plots import figure_png
+from analysis.report import build_report, render_charts
+from analysis.scaling import analyze_scaling
+from analysis.summary import summarize
+from analysis.timeseries import binned
+
+FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
+UNITS = ("(requests/s)", "(ms)", "workers", "(s)", "speedup (×", "(count)", "users")
+
+
+@pytest.fixture(scope="module")
+def data():
+    runs = load_runs([FIXTURES / "sweep"])
+    groups, _ = analyze_scaling(runs)
+    return runs, summarize(runs), groups
+
+
+def figures(data) -> dict[str, Figure]:
+    runs, summary, groups = data
+    return {
+        "speedup": plots.speedup_figure(groups[0]),
+        "throughput": plots.throughput_figure(groups[0]),
+        "endpoints": plots.endpoint_percentiles_figure(summary),
+        "over_time": plots.percentiles_over_time_figure(binned(runs[0].history), runs[0].label),
+        "latency_users": plots.latency_vs_users_figure(summary),
+        "classes": plots.user_class_comparison_figure(summary),
+    }
+
+
+def test_every_chart_is_a_figure_with_labelled_axes(data, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, fig in figures(data).items():
+        assert isinstance(fig, Figure), name
+        for ax in fig.axes:
+            if not ax.has_data():
+                continue
+            assert ax.get_ylabel() and any(u in ax.get_ylabel() for u in UNITS), (name, ax.get_ylabel())
+            if name == "endpoints":  # bar panels: one bar group per run, not a quantity
+                assert ax.get_xlabel().startswith("run")
+            else:  # a panel stacked on (or twinned with) another shows the x label once
+                xlabels = [a.get_xlabel() for a in ax.get_shared_x_axes().get_siblings(ax)]
+                assert any(u in x for x in xlabels for u in UNITS), (name, xlabels)
+        assert figure_png(fig).startswith(b"\x89PNG")
+    assert list(tmp_path.iterdir()) == []  # plots never write files
+
+
+def test_speedup_chart_shows_points_ideal_and_both_fits(data):
+    fig = plots.speedup_figure(data[2][0])
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert {"ideal (linear)", "Amdahl fit", "USL fit"} <= set(labels)
+    assert "Amdahl s = " in " ".join(t.get_text() for t in fig.axes[0].texts)
+
+
+def test_binning_caps_points_per_line(data):
+    history = data[0][0].history
+    assert binned(history, max_points=3)[lambda f: f.endpoint == "Aggregated"].shape[0] <= 3
+
+
+def test_report_is_one_self_contained_escaped_page(data):
+    runs, summary, groups = data
+    evil = "<script>alert(1)</script>"
+    runs = [dataclasses.replace(runs[0], meta=dataclasses.replace(runs[0].meta, run_id=evil)), *runs[1:]]
+    summary = summarize(runs)
+    charts = render_charts(runs, summary, groups)
+    page = build_report(runs, summary, groups, charts, warnings=[f"w {evil}"], inputs=["x"])
+    assert evil not in page and "&lt;script&gt;" in page
+    assert page.count("<img") == len(charts) and not re.search(r'src="(?!data:image/png;base64,)', page)
+    order = [page.index(h) for h in ("What was run", "Scaling verdict", "Charts", "Per-endpoint summary")]
+    assert order == sorted(order)

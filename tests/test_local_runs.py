@@ -1,0 +1,178 @@
+"""Real Locust runs (standalone, master + workers, --processes) against the real Go target.
+
+These check the results folder every way of running Locust produces, that its counts are exact
+(CSV = printed totals = what the target served) and the scenario's 3:1 GET:POST mix.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, free_port, locust_cmd, run_locust
+from runs import (
+    RUN_FILES,
+    manifest,
+    method_counts,
+    only_run,
+    printed_total,
+    stats,
+    target_album_requests,
+    total,
+)
+
+FAST = ["--wait-time", "constant 0.02", "-u", "8", "-r", "8"]
+MANIFEST_KEYS = {
+    "run_id", "started_at", "ended_at", "host", "user_classes", "users", "spawn_rate", "run_time",
+    "wait_time", "workers_expected", "workers_connected", "locust_version", "worker_cpu", "target",
+    "git_commit", "exit_code", "totals", "mode",
+}  # fmt: skip
+
+
+def assert_complete_and_exact(run_dir: Path, target, stdout: str) -> dict:
+    for name in RUN_FILES:
+        assert (run_dir / name).is_file(), f"{name} missing from {run_dir}"
+    m = manifest(run_dir)
+    assert m.keys() >= MANIFEST_KEYS, f"run.json lacks {MANIFEST_KEYS - m.keys()}"
+    rows = stats(run_dir)
+    n = total(rows)
+    assert n > 200, f"too few requests to judge anything: {n}"
+    assert total(rows, "Failure Count") == 0, (run_dir / "locust_failures.csv").read_text()
+    assert n == printed_total(stdout), "the CSV's final count differs from Locust's printed total"
+    assert n == m["totals"]["requests"]
+    assert n == target_album_requests(target.metrics()), "Locust's count differs from what the target served"
+    assert m["target"]["album_requests"] == n
+    by_method = method_counts(rows)
+    ratio = by_method["GET"] / by_method["POST"]
+    assert 3 * 0.95 <= ratio <= 3 * 1.05, f"GET:POST = {by_method}, ratio {ratio:.3f} not 3 +-5%"
+    return m
+
+
+@pytest.mark.parametrize("user_class", ["AlbumsHttpUser", "AlbumsFastHttpUser"])
+def test_standalone_run_writes_a_complete_exact_folder(albums_target, tmp_path, user_class):
+    res = run_locust(
+        "--headless", "-H", albums_target.url, "-t", "6s", *FAST, "--results-dir", str(tmp_path), user_class
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    run_dir = only_run(tmp_path)
+    assert run_dir.name.endswith(f"_{user_class}_local")
+    m = assert_complete_and_exact(run_dir, albums_target, res.stdout + res.stderr)
+    assert m["mode"] == "local" and m["user_classes"] == [user_class]
+    assert m["users"] == 8 and m["run_time"] == 6 and m["wait_time"] == "constant 0.02"
+    assert m["target"]["store"] == "rwmutex"
+    assert m["worker_cpu"]["mean_percent"] > 0
+
+
+def test_master_and_two_worker_processes(albums_target, tmp_path):
+    port = str(free_port())
+    workers = [
+        subprocess.Popen(
+            locust_cmd("--worker", "--master-port", port),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    try:
+        res = run_locust(
+            "--master", "--master-bind-port", port, "--expect-workers", "2", "--headless",
+            "-H", albums_target.url, "-t", "6s", *FAST, "--results-dir", str(tmp_path), "AlbumsFastHttpUser",
+        )  # fmt: skip
+    finally:
+        for w in workers:
+            w.wait(timeout=30)
+    assert res.returncode == 0, res.stderr[-2000:]
+    run_dir = only_run(tmp_path)
+    assert run_dir.name.endswith("_AlbumsFastHttpUser_w2")
+    m = assert_complete_and_exact(run_dir, albums_target, res.stdout + res.stderr)
+    assert m["mode"] == "distributed"
+    assert m["workers_expected"] == 2 and m["workers_connected"] == 2
+    per_worker = m["worker_cpu"]["per_worker"]
+    assert len(per_worker) == 2 and all(w["mean_percent"] > 0 and w["samples"] >= 2 for w in per_worker)
+
+
+def test_processes_mode_writes_the_same_folder(albums_target, tmp_path):
+    port = str(free_port())  # forked workers dial --master-port, not --master-bind-port
+    res = run_locust(
+        "--processes", "2", "--master-bind-port", port, "--master-port", port, "--headless",
+        "-H", albums_target.url, "-t", "6s", *FAST, "--results-dir", str(tmp_path), "AlbumsHttpUser",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    m = assert_complete_and_exact(only_run(tmp_path), albums_target, res.stdout + res.stderr)
+    assert m["mode"] == "processes" and m["workers_connected"] == 2
+
+
+def test_an_existing_run_folder_is_never_overwritten(albums_target, tmp_path):
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    (existing / "run.json").write_text("precious")
+    res = run_locust(
+        "--headless", "-H", albums_target.url, "-t", "2s", *FAST, "--results-dir", str(tmp_path),
+        "--run-id", "mine", "AlbumsHttpUser",
+    )  # fmt: skip
+    assert res.returncode == 2
+    assert "run folder" in res.stderr and "already exists" in res.stderr
+    assert (existing / "run.json").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_an_empty_results_dir_saves_nothing(albums_target):
+    before = set((ROOT / "results").glob("*"))
+    res = run_locust(
+        "--headless", "-H", albums_target.url, "-t", "2s", *FAST, "--results-dir", "", "AlbumsHttpUser"
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Saving this run" not in res.stderr
+    assert set((ROOT / "results").glob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["NoSuchUser"], "Unknown User(s): NoSuchUser"),
+        (["-u", "abc"], "argument -u/--users: invalid int value: 'abc'"),
+        (["--wait-time", "betwen 1 2"], "swarmbench: error: --wait-time/LOCUST_WAIT_TIME: invalid wait time"),
+        (["--wait-time", "between 2 1"], "MIN is larger than MAX"),
+        (["--run-id", "../escape"], "must be a folder name"),
+    ],
+)
+def test_bad_configuration_stops_before_the_test(albums_target, tmp_path, args, message):
+    res = run_locust("--headless", "-H", albums_target.url, "-t", "5s", "--results-dir", str(tmp_path), *args)
+    assert res.returncode != 0
+    assert message in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not list(tmp_path.iterdir()), "a failed start left a run folder behind"
+    assert target_album_requests(albums_target.metrics()) == 0, "load was sent despite bad configuration"
+
+
+def test_a_processes_master_that_refuses_to_start_takes_its_workers_along(tmp_path):
+    port, dead = str(free_port()), f"http://127.0.0.1:{free_port()}"
+    res = run_locust(
+        "--processes", "2", "--master-bind-port", port, "--master-port", port, "--headless", "-H", dead,
+        "-t", "5s", "--results-dir", str(tmp_path), timeout=40,
+    )  # fmt: skip
+    assert res.returncode == 2 and "is unreachable" in res.stderr
+
+
+def test_unreachable_host_is_one_clear_line(tmp_path):
+    dead = f"http://127.0.0.1:{free_port()}"
+    res = run_locust("--headless", "-H", dead, "-t", "5s", "--results-dir", str(tmp_path), timeout=30)
+    assert res.returncode == 2
+    errors = [ln for ln in res.stderr.splitlines() if "error" in ln.lower()]
+    assert errors == [f"swarmbench: error: host {dead} is unreachable ([Errno 111] Connection refused); "
+                      "check LOCUST_HOST/--host"]  # fmt: skip
+    assert not list(tmp_path.iterdir())
+
+
+def test_env_vars_and_conf_feed_the_same_options(albums_target, tmp_path):
+    """LOCUST_* variables reach Swarmbench's options exactly like Locust's own."""
+    res = run_locust(
+        "--headless", "-H", albums_target.url, "AlbumsFastHttpUser",
+        env={"LOCUST_RUN_TIME": "3s", "LOCUST_USERS": "3", "LOCUST_WAIT_TIME": "throughput 5",
+             "LOCUST_RESULTS_DIR": str(tmp_path), "LOCUST_RUN_ID": "from-env"},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    m = manifest(tmp_path / "from-env")
+    assert (m["users"], m["run_time"], m["wait_time"]) == (3, 3, "throughput 5")

@@ -1,0 +1,86 @@
+"""The GitHub Actions workflow: actionlint (with shellcheck where installed) passes, and it is the
+workflow the docs promise (inputs, schedule, pinned actions, artifacts, failing on the exit code).
+
+actionlint is a Go program: `make tools` builds the pinned version into .venv/bin; failing that the
+test runs it with `go run` (the Go module proxy). With neither it skips locally, and FAILS in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import IN_CI, ROOT
+
+WORKFLOW = ROOT / ".github" / "workflows" / "loadtest.yml"
+
+
+def actionlint_version() -> str:
+    m = re.search(r"^ACTIONLINT_VERSION \?= (v\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert m, "the Makefile pins ACTIONLINT_VERSION"
+    return m[1]
+
+
+@pytest.fixture(scope="session")
+def actionlint() -> list[str]:
+    version = actionlint_version()
+    for candidate in (ROOT / ".venv" / "bin" / "actionlint", shutil.which("actionlint")):
+        if candidate and os.access(candidate, os.X_OK):
+            out = subprocess.run([str(candidate), "-version"], capture_output=True, text=True, timeout=30)
+            if out.returncode == 0 and out.stdout.split()[:1] == [version]:
+                return [str(candidate)]
+    if shutil.which("go"):
+        cmd = ["go", "run", f"github.com/rhysd/actionlint/cmd/actionlint@{version}"]
+        out = subprocess.run([*cmd, "-version"], capture_output=True, text=True, timeout=300)
+        if out.returncode == 0:
+            return cmd
+        reason = f"`go run` could not build actionlint {version}: {out.stderr.strip()[-500:]}"
+    else:
+        reason = f"neither actionlint {version} (make tools) nor Go is available"
+    if IN_CI:
+        pytest.fail(f"CI is set but {reason}")
+    pytest.skip(reason)
+
+
+def lint(actionlint: list[str], *paths: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*actionlint, "-no-color", *paths], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_actionlint_passes(actionlint):
+    out = lint(actionlint, str(WORKFLOW.relative_to(ROOT)))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_actionlint_is_live(actionlint, tmp_path):
+    """The same workflow with a typo in an input's name must fail: the lint really checks it."""
+    broken = tmp_path / ".github" / "workflows" / "loadtest.yml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(WORKFLOW.read_text().replace("inputs.run_time", "inputs.runtime", 1))
+    out = lint(actionlint, str(broken))
+    assert out.returncode == 1 and "runtime" in out.stdout, out.stdout + out.stderr
+
+
+def test_workflow_shape():
+    text = WORKFLOW.read_text()
+    assert re.search(r"^  workflow_dispatch:\n    inputs:\n", text, re.M)
+    for name in ("host", "users", "run_time", "workers", "checks"):
+        assert re.search(rf"^      {name}:\n        description: ", text, re.M), f"input {name}"
+    assert re.search(r'^  schedule:\n(    #.*\n)*    - cron: "', text, re.M)
+    # Every action pinned to a full commit, not a movable tag.
+    uses = re.findall(r"uses: (\S+)", text)
+    assert uses and all(re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", u) for u in uses), uses
+    assert "actions/upload-artifact" in text and text.count("if: always()") >= 2
+    assert "path: results/${{ env.LOCUST_RUN_ID }}/" in text
+    assert "python -m analysis report" in text and "path: analysis-report/" in text
+    assert "make staging" in text and "make headless" in text
+    # Secrets enter only as a step's environment variable (then a private file), never inline in
+    # a script, where they would be part of the script text itself.
+    secret_lines = [ln for ln in text.splitlines() if "secrets." in ln and not ln.lstrip().startswith("#")]
+    assert secret_lines and all(
+        re.fullmatch(r"\s+[A-Z_]+: \$\{\{ secrets\.\w+ \}\}", ln) for ln in secret_lines
+    )
