@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -320,8 +321,11 @@ def test_make_staging_runs_the_bundled_scenario_without_the_target(staging_net, 
     assert res.returncode == 0, out[-3000:]
     assert {"master", "worker"} <= seen and "target" not in seen, seen
     assert "swarmbench: check PASS fail_ratio<0.01 (Aggregated)" in out
-    man = json.loads((only_run(tmp_path / "results") / "run.json").read_text())
+    run_dir = only_run(tmp_path / "results")
+    man = json.loads((run_dir / "run.json").read_text())
     assert man["host"] == host and man["checks_passed"] is True
+    suite = ET.parse(run_dir / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "0")
     # The load reached our staging container: its own counters match Locust's.
     assert man["totals"]["requests"] > 50 and man["target"]["album_requests"] == man["totals"]["requests"]
 
