@@ -114,6 +114,7 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     groups, notes = analyze_scaling(runs)
     # matplotlib only now: a bad input fails fast, before the slowest import.
     from .report import build_report, render_charts
+    from .sweeps import find_sweeps
 
     charts = render_charts(runs, summary, groups)
     page = build_report(
@@ -124,6 +125,7 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
         warnings=list(seen),
         inputs=[str(p) for p in args.paths],
         title=args.title,
+        sweeps=find_sweeps(args.paths),
     )
     files: dict[str, bytes] = {
         "summary.csv": summary.to_csv(index=False).encode("utf-8"),

@@ -91,8 +91,8 @@ class USLFit:
     @property
     def peak_workers(self) -> float | None:
         """N* = sqrt((1−α)/β), where throughput peaks; None when β = 0 (no retrograde region)."""
-        if self.beta <= 0:
-            return None
+        if self.beta <= 0 or self.alpha >= 1:
+            return None  # α = 1: throughput is flat from N = 1 on (N* would be 0, X(0) = 0/0)
         return math.sqrt(max(1.0 - self.alpha, 0.0) / self.beta)
 
     def speedup(self, n: np.ndarray | float) -> np.ndarray:

@@ -44,6 +44,10 @@ _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "target": _DICT,
     "totals": _DICT,
     "sweep": _DICT,
+    "bottleneck": _DICT,
+    "albums_mix": _STR,
+    "load_shape": _DICT,
+    "host_cpu": _DICT,
 }
 
 
@@ -72,6 +76,10 @@ class RunMeta:
     target: dict[str, Any] | None = field(default=None, compare=False)
     totals: dict[str, Any] | None = field(default=None, compare=False)
     sweep: dict[str, Any] | None = field(default=None, compare=False)
+    bottleneck: dict[str, Any] | None = field(default=None, compare=False)  # what limited the run
+    albums_mix: str | None = None  # the albums scenario's request mix (--albums-mix)
+    load_shape: dict[str, Any] | None = field(default=None, compare=False)  # e.g. the step load
+    host_cpu: dict[str, Any] | None = field(default=None, compare=False)  # the whole machine's CPU
     schema_version: int | None = None
 
     @property

@@ -270,3 +270,64 @@ def user_class_comparison_figure(summary: pd.DataFrame) -> Figure:
     left.set_title("Throughput by user class (bars: min–max)", fontsize=10)
     right.set_title("Latency by user class (mean of repeats)", fontsize=10)
     return fig
+
+
+# --- knee and store strategies ----------------------------------------------------------------------
+
+
+def knee_figure(knee, title: str) -> Figure:
+    """Latency vs throughput per step of a step-load run, the knee marked (analysis.knee.Knee)."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    t = knee.steps
+    ax.plot(t[C.RPS_OUT], t[C.P95_MS], marker="o", color=PCT_STYLE[C.P95_MS][1], label="p95")
+    ax.plot(t[C.RPS_OUT], t[C.P50_MS], marker=".", ls=":", color=PCT_STYLE[C.P50_MS][1], label="p50")
+    for _, row in t.iterrows():
+        ax.annotate(
+            f"{int(row[C.USERS])}u", (row[C.RPS_OUT], row[C.P95_MS]), fontsize=7, xytext=(3, 4),
+            textcoords="offset points",
+        )  # fmt: skip
+    if knee.floor_ms is not None:
+        ax.axhline(knee.floor_ms, color="0.6", ls="--", lw=0.8, label=f"p95 floor {knee.floor_ms:.0f} ms")
+    if knee.index is not None:
+        ax.axvline(knee.rps, color="#d62728", lw=1.2, label=f"knee: {knee.users} users, {knee.rps:.0f} req/s")
+        ax.scatter([knee.rps], [t[C.P95_MS].iloc[knee.index]], s=120, facecolors="none", edgecolors="#d62728")
+    ax.set_xlabel("throughput (requests/s, per step)")
+    ax.set_ylabel("response time (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Latency vs throughput — {title}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def stores_figure(table: pd.DataFrame) -> Figure:
+    """Throughput and p95 per target store strategy, one bar per request mix.
+
+    TABLE: columns store, mix, rps, p95_ms (one row per run; bars are means, ticks min-max)."""
+    fig = _figure((10.0, 4.6))
+    left, right = fig.subplots(1, 2)
+    stores = list(dict.fromkeys(table[C.STORE]))
+    mixes = list(dict.fromkeys(table["mix"]))
+    width = 0.8 / max(len(mixes), 1)
+    x = np.arange(len(stores))
+    for i, mix in enumerate(mixes):
+        rows = table[table["mix"] == mix].groupby(C.STORE)[[C.RPS_OUT, C.P95_MS]].agg(["mean", "min", "max"])
+        rows = rows.reindex(stores)
+        off = x + (i - (len(mixes) - 1) / 2) * width
+        for ax, col in ((left, C.RPS_OUT), (right, C.P95_MS)):
+            mean = rows[(col, "mean")].to_numpy(dtype=float)
+            err = [
+                mean - rows[(col, "min")].to_numpy(dtype=float),
+                rows[(col, "max")].to_numpy(dtype=float) - mean,
+            ]
+            ax.bar(off, mean, width=width, yerr=err, capsize=3, label=mix)
+    for ax, label in ((left, "throughput (requests/s)"), (right, "p95 response time (ms)")):
+        ax.set_xticks(x, stores)
+        ax.set_xlabel("target store strategy (ALBUMS_STORE)")
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(title="request mix", fontsize=8)
+    left.set_title("Throughput by store strategy", fontsize=10)
+    right.set_title("p95 latency by store strategy", fontsize=10)
+    return fig

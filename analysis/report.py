@@ -18,10 +18,13 @@ import pandas as pd
 
 from . import columns as C
 from . import plots
+from .bottleneck import run_bottleneck
+from .knee import knee as find_knee
 from .load import Run
 from .plots import figure_png
 from .scaling import ScalingGroup
 from .summary import failures_table, settings_table
+from .sweeps import Sweep
 from .timeseries import binned
 
 
@@ -69,6 +72,28 @@ def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[S
                 figure_png(plots.user_class_comparison_figure(summary)),
             )
         )
+    stores = stores_table(runs)
+    if stores is not None:
+        charts.append(
+            Chart(
+                "stores.png",
+                "Target store strategies",
+                "Same scenario against each ALBUMS_STORE strategy, per request mix: bars are means of "
+                "repeats, ticks min–max.",
+                figure_png(plots.stores_figure(stores)),
+            )
+        )
+    for run in runs:
+        k = find_knee(run)
+        if k is not None:
+            charts.append(
+                Chart(
+                    f"knee_{_safe(run.run_id)}.png",
+                    f"Knee — {run.run_id}",
+                    k.sentence() + " One point per step (second half of the step).",
+                    figure_png(plots.knee_figure(k, run.label)),
+                )
+            )
     charts.append(
         Chart(
             "endpoint_percentiles.png",
@@ -100,6 +125,66 @@ def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[S
             )
         )
     return charts
+
+
+def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
+    """One row per run (store, mix, rps, p95) when the runs cover two or more store strategies."""
+    rows = [
+        {
+            C.STORE: r.meta.store,
+            "mix": r.meta.albums_mix or "default",
+            C.RPS_OUT: float(r.aggregated[C.RPS_OUT]),
+            C.P95_MS: float(r.aggregated[C.P95_MS]),
+        }
+        for r in runs
+        if r.meta.store
+    ]
+    table = pd.DataFrame(rows)
+    if table.empty or table[C.STORE].nunique() < 2:
+        return None
+    return table
+
+
+def _bottleneck_html(runs: Sequence[Run]) -> str:
+    rows = []
+    for run in runs:
+        b = run_bottleneck(run)
+        if b:
+            rows.append({"run": run.run_id, "verdict": b.get("verdict"), "why": b.get("reason")})
+    if not rows:
+        return "<p>No run carries the figures a verdict needs (run.json).</p>"
+    return (
+        _table(pd.DataFrame(rows))
+        + '<p class="muted">generator-bound: a worker at ≥ 90 % of its core, or the whole machine '
+        "at ≥ 85 % (generators starved for cores); target-bound: the target "
+        "at ≥ 85 % of its CPUs, or users waiting longer on responses than they think; load-bound: the "
+        "run reached ≥ 75 % of the rate users × wait time allow, so more workers cannot help; none: "
+        "no limit reached.</p>"
+    )
+
+
+def _sweep_html(sweep: Sweep) -> str:
+    s = sweep.settings
+    done = len(sweep.points) - len(sweep.missing)
+    parts = [
+        f"<h3>{escape(sweep.sweep_id)}</h3>",
+        f"<p>{done} of {len(sweep.points)} points done; workers {escape(str(s.get('workers')))}, "
+        f"classes {escape(', '.join(s.get('classes') or []))}, {s.get('repeats')} repeat(s), "
+        f"{escape(str(s.get('run_time')))} each, {s.get('users')} users ({escape(str(s.get('mode')))} "
+        "scaling).</p>",
+    ]
+    if sweep.missing:
+        rows = pd.DataFrame(
+            [
+                {"point": p.get("id"), "status": p.get("status"), "reason": p.get("reason") or "not run yet"}
+                for p in sweep.missing
+            ]
+        )
+        parts.append(
+            '<div class="warn"><strong>Missing points</strong> — no run in this report for these (a '
+            "rerun with the same SWEEP_ID retries them):" + _table(rows) + "</div>"
+        )
+    return "\n".join(parts)
 
 
 # --- HTML ------------------------------------------------------------------------------------------
@@ -225,6 +310,7 @@ def build_report(
     warnings: Sequence[str] = (),
     inputs: Sequence[str] = (),
     title: str = "Swarmbench report",
+    sweeps: Sequence[Sweep] = (),
 ) -> str:
     """The whole page as a string (the CLI writes it; nothing here touches the disk)."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -254,6 +340,10 @@ def build_report(
         "of the load generators; target_cpu_util: the target's CPU seconds / (duration × its CPUs).</p>"
     )
 
+    if sweeps:
+        out.append("<h2>Sweep</h2>")
+        out.extend(_sweep_html(sw) for sw in sweeps)
+
     out.append("<h2>Scaling verdict</h2>")
     if groups:
         out.extend(_group_html(g) for g in groups)
@@ -264,6 +354,9 @@ def build_report(
         "included); γ is fitted, not taken from one N = 1 run. 95 % intervals from the Jacobian "
         "covariance with a t-quantile, clipped to the parameter bounds.</p>"
     )
+
+    out.append("<h2>What limited each run</h2>")
+    out.append(_bottleneck_html(runs))
 
     out.append("<h2>Charts</h2>")
     for chart in charts:

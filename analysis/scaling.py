@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import columns as C
+from .bottleneck import explain_serial_fraction, group_bottleneck
 from .errors import warn
 from .fit import AMDAHL_MIN_DISTINCT_N, USL_MIN_DISTINCT_N, AmdahlFit, FitError, USLFit, fit_amdahl, fit_usl
 from .load import Run
@@ -34,6 +35,7 @@ class GroupKey:
     store: str | None
     locustfile: str | None
     sweep_mode: str | None
+    mix: str | None = None  # the scenario's request mix; runs of different mixes never pool
 
     def label(self) -> str:
         """Readable: "AlbumsHttpUser, 12 users, wait constant 0, 8 s, store rwmutex"."""
@@ -48,6 +50,8 @@ class GroupKey:
             parts.append(f"{self.run_time:g} s")
         if self.store:
             parts.append(f"store {self.store}")
+        if self.mix and self.mix != "default":
+            parts.append(f"mix {self.mix}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict:
@@ -116,6 +120,7 @@ class ScalingGroup:
             "amdahl": self.amdahl.to_dict() if self.amdahl else None,
             "usl": self.usl.to_dict() if self.usl else None,
             "verdict": self.verdict(),
+            "bottleneck": (group_bottleneck(self) or (None,))[0],
             "warnings": self.warnings,
         }
 
@@ -134,6 +139,7 @@ def group_key(run: Run) -> GroupKey:
         store=m.store,
         locustfile=m.locustfile,
         sweep_mode=m.sweep_mode,
+        mix=m.albums_mix,
     )
 
 
@@ -224,6 +230,9 @@ def verdict(group: ScalingGroup) -> list[str]:
             lines.append(
                 f"Only {_gen(only.workers)} measured ({only.mean_rps:.0f} requests/s): nothing to compare."
             )
+        limit = group_bottleneck(group)
+        if limit:
+            lines.append(limit[1])
         return lines
     lo, hi, ratio = measured
     lines.append(
@@ -260,6 +269,12 @@ def verdict(group: ScalingGroup) -> list[str]:
                 "past N* more workers lower throughput."
             )
     lines.extend(_bottleneck_hints(group, hi))
+    limit = group_bottleneck(group)
+    if limit:
+        lines.append(limit[1])
+        explained = explain_serial_fraction(group, limit[0])
+        if explained:
+            lines.append(explained)
     return lines
 
 

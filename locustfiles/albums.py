@@ -138,12 +138,28 @@ class AlbumsJourney(TaskSet):
     tasks = [list_albums, get_album, create_album, get_album]
 
     def on_start(self) -> None:
+        # --albums-mix / LOCUST_ALBUMS_MIX swaps the cycle (the store-strategy sweep); the default
+        # is the class attribute above, untouched.
+        mix = getattr(self.user.environment.parsed_options, "albums_mix", "default")
+        self.tasks = MIXES.get(mix, self.tasks)
         self.step = random.randrange(len(self.tasks))
 
     def get_next_task(self):
         task = self.tasks[self.step % len(self.tasks)]
         self.step += 1
         return task
+
+
+MIXES = {
+    "default": AlbumsJourney.tasks,
+    # 9 GET : 1 POST: readers dominate, where an RWMutex or sync.Map should beat a plain mutex.
+    "read-heavy": [list_albums, get_album, get_album, get_album, create_album]
+    + [get_album, list_albums, get_album, get_album, get_album],
+    # 1 GET : 3 POST: writers dominate, where every strategy serialises and sharding should win.
+    "post-heavy": [create_album, get_album, create_album, create_album],
+}
+"""Cycles per --albums-mix (names: _swarmbench.experiment.MIXES). Same cycle-with-random-entry
+design as the default, so each ratio holds within one cycle per user."""
 
 
 def _wait(user) -> float:

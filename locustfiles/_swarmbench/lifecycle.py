@@ -21,7 +21,7 @@ from locust.env import Environment
 from locust.rpc import Message
 from locust.runners import LocalRunner, MasterRunner, Runner, WorkerRunner
 
-from . import cpu, results, target
+from . import cpu, results, target, verdict
 from .errors import die
 from .options import add_options
 from .wait import parse_wait_time
@@ -269,7 +269,7 @@ def manifest(run: Run, exit_code: int) -> dict:
     started, ended = run.started_at, run.ended_at
     is_master = isinstance(runner, MasterRunner)
     mode = ("processes" if opts.processes else "distributed") if is_master else "local"
-    return {
+    data = {
         "schema_version": 1,
         "run_id": run.run_dir.name if run.run_dir else None,
         "started_at": iso(started),
@@ -294,6 +294,11 @@ def manifest(run: Run, exit_code: int) -> dict:
         "totals": {"requests": total.num_requests, "failures": total.num_failures},
         **run.extra,
     }
+    # What limited this run, from the numbers above (see verdict.py for the thresholds).
+    data["bottleneck"] = verdict.judge_manifest(
+        data, rps=total.total_rps if total.num_requests else None, avg_ms=total.avg_response_time or None
+    )
+    return data
 
 
 def iso(t: datetime | None) -> str | None:

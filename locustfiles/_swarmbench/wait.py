@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from locust import between, constant, constant_pacing, constant_throughput
 
+from .verdict import offered_rate_cap  # noqa: F401  (re-exported; one definition, stdlib-only there)
+
 DEFAULT_WAIT_TIME = "between 0.5 1.5"
 """Default pacing: closed loop, ~1 s think time per user, like a person clicking through a UI.
 With U users it caps the offered load near U requests/s whatever the worker count; use
@@ -52,20 +54,3 @@ def parse_wait_time(spec: str) -> WaitFunc:
     if words[0] == "throughput" and numbers[0] == 0:
         raise ValueError(f"invalid wait time {spec!r}: throughput must be > 0")
     return make(*numbers)
-
-
-def offered_rate_cap(spec: str, users: int) -> float | None:
-    """Upper bound on tasks/s that `users` closed-loop users with this pacing can start.
-
-    Used to tell a load-bound run (users x think time cap the rate) from a server limit. Returns
-    None when the spec does not cap the rate (zero think time).
-    """
-    words = spec.replace(",", " ").split()
-    numbers = [float(w) for w in words[1:]]
-    per_user = {
-        "between": lambda a, b: 1 / ((a + b) / 2) if a + b > 0 else None,
-        "constant": lambda x: 1 / x if x > 0 else None,
-        "throughput": lambda r: r,
-        "pacing": lambda x: 1 / x if x > 0 else None,
-    }[words[0]](*numbers)
-    return None if per_user is None else per_user * users
