@@ -21,7 +21,7 @@ from locust.env import Environment
 from locust.rpc import Message
 from locust.runners import LocalRunner, MasterRunner, Runner, WorkerRunner
 
-from . import cpu, results, target, verdict
+from . import cpu, folder, results, target, verdict
 from .errors import die
 from .options import add_options
 from .wait import parse_wait_time
@@ -102,7 +102,7 @@ def on_init(environment: Environment, runner: Runner, **_kw) -> None:
     run_dir = None
     if opts.results_dir:
         run_dir = open_run_dir(environment, runner)
-        opts.html_file = str(run_dir / results.REPORT_HTML)
+        opts.html_file = str(run_dir / folder.REPORT_HTML)
     run_time = float(opts.run_time) if opts.run_time else None
     if isinstance(runner, MasterRunner) and run_time:
         # We end a distributed run ourselves (see end_distributed_run) so the workers' final
@@ -143,11 +143,11 @@ def open_run_dir(environment: Environment, runner: Runner) -> Path:
     opts = environment.parsed_options
     classes = [c.__name__ for c in environment.user_classes]
     explicit = bool(opts.run_id)
-    run_id = opts.run_id or results.make_run_id(datetime.now(UTC), classes, generator_count(runner))
+    run_id = opts.run_id or folder.make_run_id(datetime.now(UTC), classes, generator_count(runner))
     if explicit and ("/" in run_id or run_id in (".", "..")):
         die(f"--run-id/LOCUST_RUN_ID {run_id!r} must be a folder name, not a path")
     try:
-        return results.create_run_dir(opts.results_dir, run_id, explicit)
+        return folder.create_run_dir(opts.results_dir, run_id, explicit)
     except FileExistsError:
         die(f"run folder {Path(opts.results_dir) / run_id} already exists; choose another LOCUST_RUN_ID")
     except OSError as e:
@@ -257,7 +257,7 @@ def on_quit(exit_code: int, **_kw) -> None:
     if run.csv:
         run.csv.finalize()
     if run.run_dir:
-        results.write_json_atomic(run.run_dir / results.MANIFEST, manifest(run, exit_code))
+        folder.write_json_atomic(run.run_dir / folder.MANIFEST, manifest(run, exit_code))
         logger.info("Results saved to %s/", run.run_dir)
 
 

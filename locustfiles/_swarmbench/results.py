@@ -1,4 +1,4 @@
-"""The run folder: results/<run-id>/ with Locust's CSVs, its HTML report and run.json.
+"""Locust's CSV files for a run folder, written so they end with the run's final numbers.
 
 Swarmbench writes Locust's CSVs itself (with Locust's own writer class, so the format is exactly
 Locust's) instead of relying on `--csv`: Locust's CSV greenlet writes once a second and its last
@@ -9,51 +9,14 @@ files are rewritten once more after the last report, so they match the totals Lo
 from __future__ import annotations
 
 import csv
-import json
-import os
-import re
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import gevent
 from locust import stats as locust_stats
 from locust.env import Environment
 
-# Names shared with analysis/: analysis/columns.py holds the same literals (the folder is the
-# interface between the two; a test checks they agree).
-CSV_PREFIX = "locust"
-MANIFEST = "run.json"
-REPORT_HTML = "report.html"
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-
-
-def make_run_id(now: datetime, user_classes: list[str], workers: int | None) -> str:
-    """UTC time + user classes + worker count, e.g. 20261121T194500Z_AlbumsHttpUser_w4."""
-    classes = "+".join(user_classes) or "all"
-    generators = "local" if workers is None else f"w{workers}"
-    return _UNSAFE.sub("-", f"{now.astimezone(UTC):%Y%m%dT%H%M%SZ}_{classes}_{generators}")
-
-
-def create_run_dir(results_dir: str, run_id: str, explicit: bool) -> Path:
-    """Create the folder exclusively: an existing run is never touched.
-
-    An explicit --run-id that exists is an error (FileExistsError); a generated one gets a -2, -3...
-    suffix (two runs started in the same second).
-    """
-    root = Path(results_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    candidate, n = root / run_id, 1
-    while True:
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            if explicit:
-                raise
-            n += 1
-            candidate = root / f"{run_id}-{n}"
+from .folder import CSV_PREFIX
 
 
 class CsvFiles:
@@ -90,11 +53,3 @@ class CsvFiles:
                 out.writerow(w.stats_history_csv_columns)
             # One last row: the history's final cumulative counts equal _stats.csv's.
             w._stats_history_data_rows(out, time.time())
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False)
-        f.write("\n")
-    os.replace(tmp, path)
