@@ -176,3 +176,32 @@ def test_env_vars_and_conf_feed_the_same_options(albums_target, tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     m = manifest(tmp_path / "from-env")
     assert (m["users"], m["run_time"], m["wait_time"]) == (3, 3, "throughput 5")
+
+
+def test_a_step_load_that_stops_its_workers_keeps_their_last_stats(albums_target, tmp_path):
+    """A LoadTestShape ends a run with STOP, not QUIT: workers must flush their stats first."""
+    port = str(free_port())
+    files = "locustfiles/albums.py,locustfiles/step_load.py"
+    workers = [
+        subprocess.Popen(
+            locust_cmd("-f", files, "--worker", "--master-port", port),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    try:
+        res = run_locust(
+            "-f", files, "--master", "--master-bind-port", port, "--expect-workers", "2", "--headless",
+            "-H", albums_target.url, "--step-users", "2 2 3 4", "--wait-time", "constant 0.02",
+            "--results-dir", str(tmp_path), "AlbumsFastHttpUser",
+        )  # fmt: skip
+    finally:
+        for w in workers:
+            w.wait(timeout=30)
+    assert res.returncode == 0, res.stderr[-2000:]
+    run_dir = only_run(tmp_path)
+    m = manifest(run_dir)
+    assert m["users"] == 4 and m["load_shape"]["max"] == 4
+    assert total(stats(run_dir)) == target_album_requests(albums_target.metrics()) == m["totals"]["requests"]

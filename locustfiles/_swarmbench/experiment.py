@@ -164,6 +164,9 @@ def record(environment: Environment, runner: Runner, **_kw) -> None:
     run.extra["albums_mix"] = opts.albums_mix
     if opts.step_users and environment.shape_class is not None:
         start, step, seconds, top = parse_step_users(opts.step_users)
+        # run.json's "users" is otherwise locust.conf's, which a step load ignores: record the
+        # most users the steps reach (run.extra overrides the base keys of the manifest).
+        run.extra["users"] = top
         run.extra["load_shape"] = {
             "kind": "step",
             "start": start,

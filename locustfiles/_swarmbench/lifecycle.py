@@ -80,6 +80,7 @@ def register() -> None:
     events.report_to_master.add_listener(on_report_to_master)
     events.worker_report.add_listener(on_worker_report)
     events.test_start.add_listener(reset_worker_clock)
+    events.test_stop.add_listener(flush_worker_stats)
     events.quit.add_listener(on_quit)
 
 
@@ -232,6 +233,18 @@ def on_worker_report(client_id: str, data: dict, **_kw) -> None:
         return
     run.workers_seen.add(client_id)
     run.series(client_id).add(report["wall_s"], report["cpu_s"])
+
+
+def flush_worker_stats(environment: Environment, **_kw) -> None:
+    """A worker told to STOP (a LoadTestShape ending, the UI's stop button) reports only
+    "client_stopped"; the stats since its last periodic report (every 3 s) then reach the master
+    only if that next periodic report arrives before the master quits. Send them now instead
+    (test_stop fires after the users stopped, before "client_stopped"), so the end of a shaped run
+    does not depend on that timing. On QUIT Locust sends a final report itself; an extra one is
+    harmless (reports carry deltas)."""
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        runner._send_stats()  # Locust's own reporting call; there is no public one
 
 
 def reset_worker_clock(**_kw) -> None:
