@@ -6,7 +6,9 @@ These check the results folder every way of running Locust produces, that its co
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,29 @@ MANIFEST_KEYS = {
     "wait_time", "workers_expected", "workers_connected", "locust_version", "worker_cpu", "target",
     "git_commit", "exit_code", "totals", "mode",
 }  # fmt: skip
+
+
+@contextlib.contextmanager
+def workers_running(n: int, port: str, *args: str) -> Iterator[None]:
+    """N local `locust --worker` processes dialing a master on PORT; they exit when it quits."""
+    workers = [
+        subprocess.Popen(
+            locust_cmd(*args, "--worker", "--master-port", port),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(n)
+    ]
+    try:
+        yield
+    finally:
+        for w in workers:
+            try:
+                w.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # the master never came up: don't leave them retrying
+                w.kill()
+                raise
 
 
 def assert_complete_and_exact(run_dir: Path, target, stdout: str) -> dict:
@@ -66,23 +91,11 @@ def test_standalone_run_writes_a_complete_exact_folder(albums_target, tmp_path, 
 
 def test_master_and_two_worker_processes(albums_target, tmp_path):
     port = str(free_port())
-    workers = [
-        subprocess.Popen(
-            locust_cmd("--worker", "--master-port", port),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(2)
-    ]
-    try:
+    with workers_running(2, port):
         res = run_locust(
             "--master", "--master-bind-port", port, "--expect-workers", "2", "--headless",
             "-H", albums_target.url, "-t", "6s", *FAST, "--results-dir", str(tmp_path), "AlbumsFastHttpUser",
         )  # fmt: skip
-    finally:
-        for w in workers:
-            w.wait(timeout=30)
     assert res.returncode == 0, res.stderr[-2000:]
     run_dir = only_run(tmp_path)
     assert run_dir.name.endswith("_AlbumsFastHttpUser_w2")
@@ -182,24 +195,12 @@ def test_a_step_load_that_stops_its_workers_keeps_their_last_stats(albums_target
     """A LoadTestShape ends a run with STOP, not QUIT: workers must flush their stats first."""
     port = str(free_port())
     files = "locustfiles/albums.py,locustfiles/step_load.py"
-    workers = [
-        subprocess.Popen(
-            locust_cmd("-f", files, "--worker", "--master-port", port),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(2)
-    ]
-    try:
+    with workers_running(2, port, "-f", files):
         res = run_locust(
             "-f", files, "--master", "--master-bind-port", port, "--expect-workers", "2", "--headless",
             "-H", albums_target.url, "--step-users", "2 2 3 4", "--wait-time", "constant 0.02",
             "--results-dir", str(tmp_path), "AlbumsFastHttpUser",
         )  # fmt: skip
-    finally:
-        for w in workers:
-            w.wait(timeout=30)
     assert res.returncode == 0, res.stderr[-2000:]
     run_dir = only_run(tmp_path)
     m = manifest(run_dir)
