@@ -10,8 +10,8 @@ VENV ?= .venv
 # (default "1 2 4"); no default here, so each command can tell "not given" from a value.
 SWEEP_ARGS ?=
 # The sweep needs the analysis (pandas) at the end, and Locust itself with LOCAL=1: the venv's
-# Python when there is one.
-SWEEP_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
+# Python, which `make sweep`/`knee` create on first use (like `make test`).
+SWEEP_PYTHON = $(VENV)/bin/python
 # actionlint checks .github/workflows (and, where shellcheck is installed, their scripts). A Go
 # program, pinned and built from the Go module proxy into the venv: no binary to vendor.
 ACTIONLINT_VERSION ?= v1.7.7
@@ -31,14 +31,14 @@ headless: ## one headless run -> results/<run-id>/ (exit 0 ok, 1 failures, 2 con
 staging: ## headless run against LOCUST_HOST, without the bundled target (same exit codes)
 	$(PYTHON) -m swarmbench headless --staging
 
-sweep: ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1 -> results/<sweep-id>/
+sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1 -> results/<sweep-id>/
 	$(SWEEP_PYTHON) -m swarmbench sweep $(SWEEP_ARGS)
 
 # The store comparison: each ALBUMS_STORE strategy under a write-heavy and a read-heavy mix. Lock
 # work (CPU spent holding the store's lock) and 2 target CPUs make the strategies differ visibly.
 sweep-stores: export ALBUMS_LOCK_WORK ?= 200us
 sweep-stores: export TARGET_CPUS ?= 2
-sweep-stores: ## store strategies: STORES="mutex rwmutex syncmap sharded" x MIXES="post-heavy read-heavy"
+sweep-stores: $(VENV)/.installed ## store strategies: STORES="mutex rwmutex syncmap sharded" x MIXES="post-heavy read-heavy"
 	$(SWEEP_PYTHON) -m swarmbench sweep --stores "$(or $(STORES),mutex rwmutex syncmap sharded)" \
 	  --mixes "$(or $(MIXES),post-heavy read-heavy)" --workers "$(or $(WORKERS),1)" \
 	  --classes "$(or $(CLASSES),AlbumsFastHttpUser)" --repeats "$(or $(REPEATS),1)" \
@@ -49,7 +49,7 @@ knee: export LOCUST_STEP_USERS ?= $(or $(STEP_USERS),10 20 20 130)
 knee: export LOCUST_LOCUSTFILE ?= locustfiles/albums.py,locustfiles/step_load.py
 knee: export LOCUST_USER_CLASSES ?= AlbumsFastHttpUser
 knee: export LOCUST_WAIT_TIME ?= constant 0.05
-knee: ## step load -> results/<run-id>/ and a report with the latency-vs-throughput knee
+knee: $(VENV)/.installed ## step load -> results/<run-id>/ and a report with the latency-vs-throughput knee
 	export LOCUST_RUN_TIME=$$($(PYTHON) -c 'import sys; a, b, t, m = sys.argv[1].split(); \
 	  print(f"{int(((int(m) - int(a)) // int(b) + 1) * float(t)) + 5}s")' "$$LOCUST_STEP_USERS") && \
 	export LOCUST_RUN_ID=$${LOCUST_RUN_ID:-knee-$$(date -u +%Y%m%dT%H%M%SZ)} && \

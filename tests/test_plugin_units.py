@@ -7,30 +7,15 @@ monkey-patches the standard library with gevent on import) never enters the pyte
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import types
 import urllib.request
 from datetime import UTC, datetime
 
 import pytest
-from conftest import LOCUSTFILES
+from conftest import load_plugin_module
 
 from analysis import columns as C
 
-
-def load(name: str) -> types.ModuleType:
-    """Load locustfiles/_swarmbench/<name>.py as a standalone module."""
-    path = LOCUSTFILES / "_swarmbench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_sb_{name}", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-target = load("target")
+target = load_plugin_module("target")
 
 
 def test_metrics_parser_reads_route_labels_with_braces(albums_target):
@@ -67,7 +52,7 @@ def test_delta_counts_only_what_happened_between_scrapes():
     assert d["cpu_seconds"] == 0.75 and d["store"] == "mutex"
 
 
-folder = load("folder")
+folder = load_plugin_module("folder")
 
 
 def test_run_folder_names_are_the_interface_analysis_reads():
@@ -99,7 +84,7 @@ def test_generated_run_ids_never_collide_and_explicit_ones_never_overwrite(tmp_p
 
 
 def test_cpu_series_mean_and_busiest_interval():
-    cpu = load("cpu")
+    cpu = load_plugin_module("cpu")
     s = cpu.CpuSeries()
     for wall, used in [(3.0, 0.3), (6.0, 2.7), (9.0, 3.0)]:  # 10 %, 80 %, 10 % per interval
         s.add(wall, used)
@@ -109,7 +94,7 @@ def test_cpu_series_mean_and_busiest_interval():
 
 
 def test_cpu_series_max_is_never_below_the_mean():
-    cpu = load("cpu")
+    cpu = load_plugin_module("cpu")
     s = cpu.CpuSeries()
     s.add(3.0, 1.5)
     s.add(3.4, 2.0)  # a short last interval is merged, not dropped

@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, run_locust
+from conftest import ROOT, Target, load_plugin_module, run_locust
 from runs import manifest, only_run
 
 from swarmbench import sweep as sw
 from swarmbench.errors import UsageError
 
-_verdict = pytest.importorskip("_swarmbench.verdict")
+_verdict = load_plugin_module("verdict")
 
 
 def sweep_cmd(*args: str) -> list[str]:
