@@ -14,8 +14,16 @@ from . import compose, settings, sweep
 from .errors import UsageError, die
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with our one-line errors (argparse's own prints the whole usage first).
+    Subcommand parsers inherit it (add_subparsers uses the parent's class)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        die(f"{self.prog}: {message} (see --help)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m swarmbench", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m swarmbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     headless = sub.add_parser("headless", help="one headless run: results/<run-id>/, exit code = Locust's")
     headless.add_argument(

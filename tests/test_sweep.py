@@ -44,6 +44,8 @@ def settings(**kw: str) -> sw.SweepSettings:
         (["--workers", "2,2"], "lists 2 twice"),
         (["--run-time", "0s"], "RUN_TIME='0s' must be at least 1s"),
         (["--run-time=-5s"], "RUN_TIME='-5s' is not a duration"),
+        (["--run-time", "-5s"], "argument --run-time: expected one argument"),
+        (["--repeats"], "argument --repeats: expected one argument"),
         (["--mode", "diagonal"], "MODE='diagonal'"),
         (["--stores", "btree"], "STORES: unknown 'btree'"),
         (["--sweep-id", "../x"], "must be a folder name"),
