@@ -840,7 +840,7 @@ def make_report(sweep_dir: Path) -> int:
     out = sweep_dir / REPORT_DIR
     cmd = [analysis_python(), "-m", "analysis", "report", str(sweep_dir), "-o", str(out)]
     cmd += ["--title", f"Swarmbench sweep {sweep_dir.name}"]
-    print(f"swarmbench: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    print(f"swarmbench: python {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
     code = subprocess.run(cmd, cwd=ROOT).returncode
     if code != 0:
         print(f"swarmbench: the report failed (exit {code}); rerun: {' '.join(cmd)}", file=sys.stderr)

@@ -170,7 +170,7 @@ def judge(inputs: dict[str, Any]) -> dict[str, Any]:
             "load-bound",
             f"{inputs.get('users')} users with wait '{inputs.get('wait_time')}' can start at most "
             f"{cap:.0f} requests/s and the run reached {rps:.0f} ({rps / cap:.0%}): the users' pacing "
-            f"capped the rate (at most {cap / rps:.2f}× more even with instant responses); more workers "
+            f"capped the rate ({_headroom(cap, rps)}); more workers "
             "cannot raise it, more users or less think time can",
         )
     if avg is not None and think and avg / 1000 >= LATENCY_DOMINATES * think:
@@ -196,3 +196,9 @@ def judge(inputs: dict[str, Any]) -> dict[str, Any]:
 def judge_manifest(run: dict[str, Any], rps: float | None = None, avg_ms: float | None = None) -> dict:
     """The `bottleneck` section of run.json for a finished run's manifest."""
     return judge(inputs_from_manifest(run, rps=rps, avg_ms=avg_ms))
+
+
+def _headroom(cap: float, rps: float) -> str:
+    """What instant responses could add; "none" once the run is at the cap (the cap assumes the
+    mean think time, so a lucky run can exceed it slightly)."""
+    return "no headroom left" if rps >= cap else f"at most {cap / rps:.2f}× more even with instant responses"
