@@ -478,6 +478,14 @@ class PointRunner:
         self.procs.clear()
 
 
+def _spawn(cmd: list[str], env: dict[str, str], log) -> subprocess.Popen:
+    """A point's process, logging to the point's log, in its own session: Ctrl-C reaches the sweep
+    only, which then stops the point's processes in order (_signal_group)."""
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)  # each child leads its own session: this reaches its children
@@ -493,16 +501,7 @@ class ComposeRunner(PointRunner):
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
         env["SWARMBENCH_RESULTS"] = str(self.sweep_dir)
-        self.procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "swarmbench", "headless"],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        ]
+        self.procs = [_spawn([sys.executable, "-m", "swarmbench", "headless"], env, log)]
 
     def wait(self, timeout: float) -> int | None:
         try:
@@ -555,9 +554,7 @@ class LocalRunner(PointRunner):
         assert self.binary is not None
         port, mport = self.port, _free_port()
         target_env = {**env, "PORT": str(port), "GOMAXPROCS": env.get("TARGET_CPUS") or DEFAULT_TARGET_CPUS}
-        self._target = subprocess.Popen(
-            [str(self.binary)], env=target_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        self._target = _spawn([str(self.binary)], target_env, log)
         self.procs = [self._target]
         url = f"http://127.0.0.1:{port}"
         if not _wait_http(url + "/healthz", 15.0, self._target):
@@ -581,23 +578,9 @@ class LocalRunner(PointRunner):
         ]
         loc_env = {k: v for k, v in env.items() if k != "LOCUST_LOCUSTFILE"}
         loc_env.setdefault("LOCUST_GIT_COMMIT", git_commit())
-        self.procs.append(
-            subprocess.Popen(
-                master, cwd=ROOT, env=loc_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        )
-        for _ in range(p.workers):
-            worker = [*common, "--worker", "--master-host=127.0.0.1", f"--master-port={mport}"]
-            self.procs.append(
-                subprocess.Popen(
-                    worker,
-                    cwd=ROOT,
-                    env=loc_env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
+        self.procs.append(_spawn(master, loc_env, log))
+        worker = [*common, "--worker", "--master-host=127.0.0.1", f"--master-port={mport}"]
+        self.procs += [_spawn(worker, loc_env, log) for _ in range(p.workers)]
 
     def wait(self, timeout: float) -> int | None:
         master = self.procs[1]
