@@ -15,13 +15,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import columns as C
-from .bottleneck import explain_serial_fraction, group_bottleneck
+from .bottleneck import explain_serial_fraction, group_bottleneck, rules
 from .errors import warn
 from .fit import AMDAHL_MIN_DISTINCT_N, USL_MIN_DISTINCT_N, AmdahlFit, FitError, USLFit, fit_amdahl, fit_usl
 from .load import Run
 from .summary import target_cpu_util
-
-TARGET_BUSY = 0.8  # target CPU share above which the server, not the generators, is the suspect
 
 
 @dataclass(frozen=True)
@@ -285,7 +283,8 @@ def _bottleneck_hints(group: ScalingGroup, top: ScalingPoint) -> list[str]:
         return []
     util = float(np.mean(utils))
     cpus = runs[0].meta.target.get("cpus") if runs[0].meta.target else None
-    if util >= TARGET_BUSY:
+    # The same limit as the per-run verdict (verdict.py), so the two sentences never disagree.
+    if util >= rules().TARGET_CPU_BUSY:
         return [
             f"At {_gen(top.workers)} the target used {util:.0%} of its {cpus:g} CPUs: the server, not "
             "the load generators, is the likely limit."

@@ -12,8 +12,6 @@ from collections.abc import Callable
 
 from locust import between, constant, constant_pacing, constant_throughput
 
-from .verdict import offered_rate_cap  # noqa: F401  (re-exported; one definition, stdlib-only there)
-
 DEFAULT_WAIT_TIME = "between 0.5 1.5"
 """Default pacing: closed loop, ~1 s think time per user, like a person clicking through a UI.
 With U users it caps the offered load near U requests/s whatever the worker count; use
