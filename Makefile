@@ -8,7 +8,6 @@ PYTHON ?= python3
 VENV ?= .venv
 # WORKERS: the worker count of `make up`/`make headless` (default 1), the worker LIST of `make sweep`
 # (default "1 2 4"); no default here, so each command can tell "not given" from a value.
-SWEEP_ARGS ?=
 # The sweep needs the analysis (pandas) at the end, and Locust itself with LOCAL=1: the venv's
 # Python, which `make sweep`/`knee` create on first use (like `make test`).
 SWEEP_PYTHON = $(VENV)/bin/python
@@ -22,8 +21,11 @@ ACTIONLINT := $(VENV)/bin/actionlint
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
+# Every recipe calls the validated CLI with fixed arguments: make's variables reach it through the
+# environment (.EXPORT_ALL_VARIABLES), never pasted into a shell line, so a value like
+# WORKERS='1; rm -rf ~' is refused with one line instead of run.
 up: ## web UI on http://127.0.0.1:8089 with WORKERS workers
-	docker compose up --build --scale worker=$(or $(WORKERS),1)
+	$(PYTHON) -m swarmbench up
 
 headless: ## one headless run -> results/<run-id>/ (exit 0 ok, 1 failures, 2 config, 3 threshold broken)
 	$(PYTHON) -m swarmbench headless
@@ -32,39 +34,26 @@ staging: ## headless run against LOCUST_HOST, without the bundled target (same e
 	$(PYTHON) -m swarmbench headless --staging
 
 sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1 -> results/<sweep-id>/
-	$(SWEEP_PYTHON) -m swarmbench sweep $(SWEEP_ARGS)
+	$(SWEEP_PYTHON) -m swarmbench sweep
 
 # The store comparison: each ALBUMS_STORE strategy under a write-heavy and a read-heavy mix. Lock
 # work (CPU spent holding the store's lock) and 2 target CPUs make the strategies differ visibly.
-sweep-stores: export ALBUMS_LOCK_WORK ?= 200us
-sweep-stores: export TARGET_CPUS ?= 2
 sweep-stores: $(VENV)/.installed ## store strategies: STORES="mutex rwmutex syncmap sharded" x MIXES="post-heavy read-heavy"
-	$(SWEEP_PYTHON) -m swarmbench sweep --stores "$(or $(STORES),mutex rwmutex syncmap sharded)" \
-	  --mixes "$(or $(MIXES),post-heavy read-heavy)" --workers "$(or $(WORKERS),1)" \
-	  --classes "$(or $(CLASSES),AlbumsFastHttpUser)" --repeats "$(or $(REPEATS),1)" \
-	  --wait-time "$(or $(WAIT_TIME),constant 0.01)" $(SWEEP_ARGS)
+	$(SWEEP_PYTHON) -m swarmbench sweep --store-comparison
 
-# Step load: STEP_USERS="START STEP SECONDS MAX"; the run lasts the steps, then the report marks the knee.
-knee: export LOCUST_STEP_USERS ?= $(or $(STEP_USERS),10 20 20 130)
-knee: export LOCUST_LOCUSTFILE ?= locustfiles/albums.py,locustfiles/step_load.py
-knee: export LOCUST_USER_CLASSES ?= AlbumsFastHttpUser
-knee: export LOCUST_WAIT_TIME ?= constant 0.05
-knee: $(VENV)/.installed ## step load -> results/<run-id>/ and a report with the latency-vs-throughput knee
-	export LOCUST_RUN_TIME=$$($(PYTHON) -c 'import sys; a, b, t, m = sys.argv[1].split(); \
-	  print(f"{int(((int(m) - int(a)) // int(b) + 1) * float(t)) + 5}s")' "$$LOCUST_STEP_USERS") && \
-	export LOCUST_RUN_ID=$${LOCUST_RUN_ID:-knee-$$(date -u +%Y%m%dT%H%M%SZ)} && \
-	$(PYTHON) -m swarmbench headless; code=$$?; \
-	$(SWEEP_PYTHON) -m analysis report "$${SWARMBENCH_RESULTS:-results}/$$LOCUST_RUN_ID" \
-	  -o "$${SWARMBENCH_RESULTS:-results}/$$LOCUST_RUN_ID/analysis"; exit $$code
+knee: $(VENV)/.installed ## step load (STEP_USERS="START STEP SECONDS MAX") -> results/<run-id>/ + a report marking the knee
+	$(SWEEP_PYTHON) -m swarmbench knee
 
 tools: $(ACTIONLINT) ## non-Python dev tools (actionlint) into .venv/bin
 
 $(ACTIONLINT): | $(VENV)/.installed
 	GOBIN=$(abspath $(VENV))/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt compose/requirements.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt compose/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	# The swarmbench package itself, editable: tests, notebook and `locust` import it from the checkout.
+	$(VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
 test: lint test-go test-py ## everything CI runs (installs what it needs into .venv)

@@ -1,5 +1,5 @@
-"""`python -m analysis ...`: see analysis/cli.py."""
+"""`python -m analysis ...` = `python -m swarmbench.analysis ...` (the name the README and make use)."""
 
-from .cli import main
+from swarmbench.analysis.cli import main
 
 raise SystemExit(main())

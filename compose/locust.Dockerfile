@@ -7,13 +7,18 @@ RUN /opt/venv/bin/pip install -r /tmp/requirements.txt
 
 FROM python:3.11-slim-bookworm
 COPY --from=build /opt/venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# The swarmbench package's core + plugin (.dockerignore leaves the runner and the analysis out:
+# the image needs neither pandas nor Docker), importable from /swarmbench.
+ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/swarmbench PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 # uid 1000: files the master writes to a bind-mounted results/ belong to the usual first user
 # of a Linux desktop; compose can override it (SWARMBENCH_UID) to match yours.
 RUN useradd --uid 1000 --create-home --shell /usr/sbin/nologin locust
 WORKDIR /swarmbench
 COPY locust.conf ./
+COPY swarmbench ./swarmbench
 COPY locustfiles ./locustfiles
 USER 1000:1000
 EXPOSE 8089 5557
-ENTRYPOINT ["locust"]
+# `master [--headless]` or `worker`: the Locust command line is built by swarmbench.core.launch,
+# the same code that starts local processes; any other arguments go to `locust` unchanged.
+ENTRYPOINT ["python", "-m", "swarmbench.core.launch"]

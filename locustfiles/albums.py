@@ -17,7 +17,11 @@ import random
 from locust import HttpUser, TaskSet
 from locust.contrib.fasthttp import FastHttpUser
 
-from _swarmbench import parse_wait_time
+from swarmbench.core.experiment import DEFAULT_MIX, POST_HEAVY, READ_HEAVY
+from swarmbench.plugin import install
+from swarmbench.plugin.wait import wait_function
+
+install()  # results folder, run.json and options (--wait-time, --albums-mix, ...) for this scenario
 
 LIST_LIMIT = 20
 """Page size of the list request: a fixed page keeps the payload constant as the store grows
@@ -140,7 +144,7 @@ class AlbumsJourney(TaskSet):
     def on_start(self) -> None:
         # --albums-mix / LOCUST_ALBUMS_MIX swaps the cycle (the store-strategy sweep); the default
         # is the class attribute above, untouched.
-        mix = getattr(self.user.environment.parsed_options, "albums_mix", "default")
+        mix = getattr(self.user.environment.parsed_options, "albums_mix", DEFAULT_MIX)
         self.tasks = MIXES.get(mix, self.tasks)
         self.step = random.randrange(len(self.tasks))
 
@@ -151,21 +155,21 @@ class AlbumsJourney(TaskSet):
 
 
 MIXES = {
-    "default": AlbumsJourney.tasks,
+    DEFAULT_MIX: AlbumsJourney.tasks,
     # 9 GET : 1 POST: readers dominate, where an RWMutex or sync.Map should beat a plain mutex.
-    "read-heavy": [list_albums, get_album, get_album, get_album, create_album]
+    READ_HEAVY: [list_albums, get_album, get_album, get_album, create_album]
     + [get_album, list_albums, get_album, get_album, get_album],
     # 1 GET : 3 POST: writers dominate, where every strategy serialises and sharding should win.
-    "post-heavy": [create_album, get_album, create_album, create_album],
+    POST_HEAVY: [create_album, get_album, create_album, create_album],
 }
-"""Cycles per --albums-mix (names: _swarmbench.experiment.MIXES). Same cycle-with-random-entry
+"""Cycles per --albums-mix (names and ratios: swarmbench.core.experiment.MIXES). Same cycle-with-random-entry
 design as the default, so each ratio holds within one cycle per user."""
 
 
 def _wait(user) -> float:
-    """Pacing from --wait-time / LOCUST_WAIT_TIME (see _swarmbench/wait.py), read per wait so a
+    """Pacing from --wait-time / LOCUST_WAIT_TIME (swarmbench.core.wait), read per wait so a
     value changed in the web UI applies to the next test."""
-    return parse_wait_time(user.environment.parsed_options.wait_time)(user)
+    return wait_function(user.environment.parsed_options.wait_time)(user)
 
 
 def _start(user) -> None:

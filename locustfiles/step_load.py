@@ -7,7 +7,7 @@ Add this file to the locustfile list next to a scenario and set the steps:
 
 Locust lets a shape class found in ANY loaded locustfile take over the run, so the shape is inert
 unless --step-users / LOCUST_STEP_USERS is set (the plugin drops it at init otherwise; see
-_swarmbench/experiment.py). The compose stack does not load this file by default either.
+swarmbench/plugin/experiment.py). The compose stack does not load this file by default either.
 `python -m analysis report` finds the steps in the run's history and marks the knee: the load
 where p95 departs from its floor.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from locust import LoadTestShape
 
-from _swarmbench.experiment import parse_step_users
+from swarmbench.core.experiment import parse_step_users
 
 
 class StepLoadShape(LoadTestShape):
@@ -29,11 +29,9 @@ class StepLoadShape(LoadTestShape):
         spec = getattr(opts, "step_users", "") if opts else ""
         if not spec:
             return None
-        start, step, seconds, top = parse_step_users(spec)
-        steps = (top - start) // step + 1
-        index = int(self.get_run_time() // seconds)
-        if index >= steps:
+        steps = parse_step_users(spec)
+        users = steps.users_at(self.get_run_time())
+        if users is None:
             return None
-        users = start + index * step
         # Spawn a whole step within ~1 s, so each step's window measures its own load level.
-        return users, float(max(users, step))
+        return users, float(max(users, steps.step))

@@ -1,5 +1,14 @@
-"""Host-side runner: starts the compose stack for headless runs (and sweeps).
+"""Swarmbench: a Dockerized Locust load-testing harness with scaling analysis.
 
-Standard library only, so `make headless` works on a fresh clone with nothing but Docker, make and
-python3. The Locust side (options, run folders, run.json) is the plugin in locustfiles/_swarmbench.
+One package, four parts; the data flows left to right:
+
+    core      standard library only: every fact the others share (run folder, run.json and
+              sweep.json schemas, wait-time spec, thresholds, mixes, verdict rules, launch lines)
+    plugin    the Locust plugin (needs Locust): options, run folders, run.json, thresholds
+    runner    the host CLI, `python -m swarmbench up|headless|sweep|knee` (standard library only)
+    analysis  run folders -> summaries, Amdahl/USL fits, charts, report (needs pandas)
+
+Importing `swarmbench` imports none of them.
 """
+
+__version__ = "0.2.0"

@@ -6,14 +6,12 @@ Nothing here is mocked: tests drive the real albums service, real Locust runs an
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
-import types
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,25 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILES = ROOT / "locustfiles"
-sys.path.insert(0, str(ROOT))  # analysis/ and swarmbench/
 
 IN_CI = bool(os.environ.get("CI"))
-
-
-def load_plugin_module(name: str) -> types.ModuleType:
-    """locustfiles/_swarmbench/<name>.py loaded by path, for its stdlib-only parts.
-
-    Never `import _swarmbench`: the package registers itself with Locust, and importing Locust
-    monkey-patches the standard library with gevent (subprocess included) for the whole pytest
-    process, which breaks tests that start kernels or servers.
-    """
-    path = LOCUSTFILES / "_swarmbench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_swarmbench_{name}_by_path", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def free_port() -> int:
@@ -133,7 +114,10 @@ def run_locust(
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Locust must never be imported into the pytest process (see load_plugin_module): its gevent
-    monkey-patching breaks subprocess for every later test, far from the import that did it."""
+    """Locust must never be imported into the pytest process: its gevent monkey-patching breaks
+    subprocess for every later test, far from the import that did it. Tests import swarmbench.core
+    (stdlib only) and the plugin's Locust-free modules, and run Locust in subprocesses."""
     if "locust" in sys.modules:
-        raise pytest.UsageError("a test module imported locust into the pytest process; load by path")
+        raise pytest.UsageError(
+            "a test module imported locust into the pytest process; import swarmbench.core instead"
+        )

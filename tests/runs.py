@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from analysis import columns as C
+from swarmbench.analysis import columns as C
 
 RUN_FILES = (C.STATS_CSV, C.HISTORY_CSV, C.FAILURES_CSV, C.EXCEPTIONS_CSV, C.REPORT_HTML, C.MANIFEST)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.cli import write_atomically
+from swarmbench.analysis.cli import write_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"

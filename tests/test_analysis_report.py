@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from analysis import plots
-from analysis.load import load_runs
-from analysis.plots import figure_png
-from analysis.report import build_report, render_charts
-from analysis.scaling import analyze_scaling
-from analysis.summary import summarize
-from analysis.timeseries import binned
+from swarmbench.analysis import plots
+from swarmbench.analysis.load import load_runs
+from swarmbench.analysis.plots import figure_png
+from swarmbench.analysis.report import build_report, render_charts
+from swarmbench.analysis.scaling import analyze_scaling
+from swarmbench.analysis.summary import summarize
+from swarmbench.analysis.timeseries import binned
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 UNITS = ("(requests/s)", "(ms)", "workers", "(s)", "speedup (×", "(count)", "users")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import columns as C
-from analysis.errors import AnalysisWarning
-from analysis.load import load_runs
-from analysis.scaling import analyze_scaling, group_key, group_runs, scaling_json
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.errors import AnalysisWarning
+from swarmbench.analysis.load import load_runs
+from swarmbench.analysis.scaling import analyze_scaling, group_key, group_runs, scaling_json
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 

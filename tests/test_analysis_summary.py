@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import columns as C
-from analysis.load import load_runs
-from analysis.summary import aggregated, failures_table, settings_table, summarize
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.load import load_runs
+from swarmbench.analysis.summary import aggregated, failures_table, settings_table, summarize
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 

@@ -16,7 +16,7 @@ from runs import only_run
 
 JUNIT_XML = "junit.xml"
 THRESHOLDS_BROKEN_EXIT = 3
-"""The contract (see _swarmbench/checks.py), restated: the tests must not import Locust (gevent)."""
+"""The contract (see swarmbench/plugin/checks.py), restated: the tests must not import Locust (gevent)."""
 
 FAST = ["--wait-time", "constant 0.05", "-u", "5", "-r", "5", "-t", "4s", "AlbumsHttpUser"]
 FAIL_LINE = re.compile(r"^swarmbench: check FAIL p95<1 \(Aggregated\): measured (\d+) ms$", re.M)

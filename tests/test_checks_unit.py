@@ -19,17 +19,18 @@ import pytest
 from conftest import ROOT, Target, run_locust
 from runs import only_run
 
-from swarmbench import settings
-from swarmbench.errors import UsageError
+from swarmbench.core.checks import (
+    AGGREGATED,
+    METRICS,
+    OPERATORS,
+    CheckSyntaxError,
+    parse_check,
+    parse_checks,
+)
+from swarmbench.core.errors import UsageError
+from swarmbench.runner import settings
 
 FIXTURES = ROOT / "tests" / "fixtures" / "checks"
-grammar = settings.checks_grammar()
-AGGREGATED, METRICS, OPERATORS = grammar.AGGREGATED, grammar.METRICS, grammar.OPERATORS
-CheckSyntaxError, parse_check, parse_checks = (
-    grammar.CheckSyntaxError,
-    grammar.parse_check,
-    grammar.parse_checks,
-)
 
 
 # --- grammar ------------------------------------------------------------------------------------
@@ -165,10 +166,10 @@ def test_host_runner_rejects_a_malformed_threshold_before_anything_starts():
 
 
 def test_host_runner_grammar_needs_no_locust():
-    """swarmbench/ is stdlib only: its threshold check must work where Locust is not installed."""
+    """The runner and core are stdlib only: the threshold check must work where Locust is not installed."""
     code = (
         "import sys; sys.modules['locust'] = None; sys.modules['gevent'] = None\n"
-        "from swarmbench import settings\n"
+        "from swarmbench.runner import settings\n"
         "print(settings.checks('LOCUST_CHECKS', 'GET /a:b:p99<5;rps>1'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)

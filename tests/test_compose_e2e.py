@@ -29,7 +29,7 @@ from runs import (
     total,
 )
 
-from swarmbench.compose import COMPOSE_FILES, compose_cmd, prepare_results
+from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd, prepare_results
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose")]
 

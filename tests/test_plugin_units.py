@@ -1,7 +1,7 @@
 """Unit tests of the plugin's pure parts: wait-time specs, the target's metrics, run folders, CPU.
 
 Locust's own objects are not needed here; the plugin's integration is covered by the real runs in
-test_local_runs.py and test_compose_e2e.py. The modules are loaded by path so that Locust (which
+test_local_runs.py and test_compose_e2e.py. These modules import no Locust, so Locust (which
 monkey-patches the standard library with gevent on import) never enters the pytest process.
 """
 
@@ -11,11 +11,9 @@ import urllib.request
 from datetime import UTC, datetime
 
 import pytest
-from conftest import load_plugin_module
 
-from analysis import columns as C
-
-target = load_plugin_module("target")
+from swarmbench.core import folder, target
+from swarmbench.plugin import cpu
 
 
 def test_metrics_parser_reads_route_labels_with_braces(albums_target):
@@ -52,16 +50,6 @@ def test_delta_counts_only_what_happened_between_scrapes():
     assert d["cpu_seconds"] == 0.75 and d["store"] == "mutex"
 
 
-folder = load_plugin_module("folder")
-
-
-def test_run_folder_names_are_the_interface_analysis_reads():
-    # folder.py cannot import analysis (the Locust image has no pandas): the same literals live in
-    # both places, and this test keeps them equal.
-    assert f"{folder.CSV_PREFIX}_stats.csv" == C.STATS_CSV
-    assert folder.MANIFEST == C.MANIFEST and folder.REPORT_HTML == C.REPORT_HTML
-
-
 @pytest.mark.parametrize(
     ("workers", "want"),
     [(None, "20261121T194500Z_AlbumsHttpUser_local"), (4, "20261121T194500Z_AlbumsHttpUser_w4")],
@@ -84,7 +72,6 @@ def test_generated_run_ids_never_collide_and_explicit_ones_never_overwrite(tmp_p
 
 
 def test_cpu_series_mean_and_busiest_interval():
-    cpu = load_plugin_module("cpu")
     s = cpu.CpuSeries()
     for wall, used in [(3.0, 0.3), (6.0, 2.7), (9.0, 3.0)]:  # 10 %, 80 %, 10 % per interval
         s.add(wall, used)
@@ -94,7 +81,6 @@ def test_cpu_series_mean_and_busiest_interval():
 
 
 def test_cpu_series_max_is_never_below_the_mean():
-    cpu = load_plugin_module("cpu")
     s = cpu.CpuSeries()
     s.add(3.0, 1.5)
     s.add(3.4, 2.0)  # a short last interval is merged, not dropped

@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, load_plugin_module, run_locust
+from conftest import ROOT, Target, run_locust
 from runs import manifest, only_run
 
-from swarmbench import sweep as sw
-from swarmbench.errors import UsageError
-
-_verdict = load_plugin_module("verdict")
+from swarmbench.core import verdict as _verdict
+from swarmbench.core.errors import UsageError
+from swarmbench.core.folder import ABORTED_DIR
+from swarmbench.core.wait import parse_wait_time
+from swarmbench.runner import plan as sw
 
 
 def sweep_cmd(*args: str) -> list[str]:
@@ -133,8 +134,8 @@ def test_verdict_rules_in_order():
     slow = {**base, "rps": 5.0, "avg_response_ms": 1500.0}
     assert _verdict.judge(slow)["verdict"] == "target-bound"
     assert _verdict.judge({**base, "rps": 5.0, "offered_rate_cap": 100.0})["verdict"] == "none"
-    assert _verdict.offered_rate_cap("between 0.5 1.5", 50) == pytest.approx(50.0)
-    assert _verdict.offered_rate_cap("constant 0", 50) is None
+    assert parse_wait_time("between 0.5 1.5").offered_rate_cap(50) == pytest.approx(50.0)
+    assert parse_wait_time("constant 0").offered_rate_cap(50) is None
 
 
 # --- verdicts on real runs ---------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
     interrupted = state["points"][1]
     assert interrupted["status"] == "interrupted"
     assert not (sweep_dir / interrupted["id"]).exists(), "a partial folder must not stay where analysis looks"
-    assert list((sweep_dir / sw.ABORTED_DIR).glob(f"{interrupted['id']}-1"))
+    assert list((sweep_dir / ABORTED_DIR).glob(f"{interrupted['id']}-1"))
     kept = {p["id"]: (sweep_dir / p["id"] / "run.json").stat().st_mtime_ns for p in done}
 
     res = subprocess.run(sweep_cmd(*args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
@@ -305,8 +306,8 @@ def test_failed_point_is_recorded_and_shown_missing(albums_binary, tmp_path):
 def test_knee_is_the_first_step_whose_p95_leaves_its_floor():
     import pandas as pd
 
-    from analysis import columns as C
-    from analysis.knee import find_knee
+    from swarmbench.analysis import columns as C
+    from swarmbench.analysis.knee import find_knee
 
     table = pd.DataFrame(
         {

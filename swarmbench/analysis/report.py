@@ -1,0 +1,377 @@
+"""report.html: one self-contained page, read top to bottom.
+
+Order: what was run, the scaling verdict in plain words, the charts, the tables. Charts are PNGs
+embedded as base64 so the page can be mailed or attached to an issue as one file. Every piece of
+text from the data (run ids, hosts, error messages) goes through html.escape.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+
+import pandas as pd
+
+from swarmbench.core.sweepstate import SweepState as Sweep
+from swarmbench.core.verdict import legend as verdict_legend
+
+from . import columns as C
+from . import plots
+from .bottleneck import run_bottleneck
+from .knee import knee as find_knee
+from .load import Run
+from .plots import figure_png
+from .scaling import ScalingGroup
+from .summary import failures_table, settings_table
+from .timeseries import binned
+
+
+@dataclass(frozen=True)
+class Chart:
+    filename: str  # the PNG's name in the output folder
+    title: str
+    caption: str
+    png: bytes
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._+-" else "-" for ch in name)
+
+
+def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[ScalingGroup]) -> list[Chart]:
+    """Every chart of the report, rendered once (the same bytes go to the PNG file and the page)."""
+    charts: list[Chart] = []
+    for g in groups:
+        if len(g.points) < 2:
+            continue
+        charts.append(
+            Chart(
+                f"speedup_{g.slug}.png",
+                f"Speedup — {g.key.label()}",
+                "Dots: runs; circles with bars: mean and min–max of repeats, divided by the fitted "
+                "one-worker throughput γ. Dotted: ideal linear speedup.",
+                figure_png(plots.speedup_figure(g)),
+            )
+        )
+        charts.append(
+            Chart(
+                f"throughput_{g.slug}.png",
+                f"Throughput vs workers — {g.key.label()}",
+                "Locust's Aggregated requests/s per run, with the fitted Amdahl and USL curves.",
+                figure_png(plots.throughput_figure(g)),
+            )
+        )
+    if summary[C.USER_CLASS].dropna().nunique() >= 2:
+        charts.append(
+            Chart(
+                "user_classes.png",
+                "User classes side by side",
+                "Same scenario under each Locust client: throughput and latency per worker count.",
+                figure_png(plots.user_class_comparison_figure(summary)),
+            )
+        )
+    stores = stores_table(runs)
+    if stores is not None:
+        charts.append(
+            Chart(
+                "stores.png",
+                "Target store strategies",
+                "Same scenario against each ALBUMS_STORE strategy, per request mix: bars are means of "
+                "repeats, ticks min–max.",
+                figure_png(plots.stores_figure(stores)),
+            )
+        )
+    for run in runs:
+        k = find_knee(run)
+        if k is not None:
+            charts.append(
+                Chart(
+                    f"knee_{_safe(run.run_id)}.png",
+                    f"Knee — {run.run_id}",
+                    k.sentence() + " One point per step (second half of the step).",
+                    figure_png(plots.knee_figure(k, run.label)),
+                )
+            )
+    charts.append(
+        Chart(
+            "endpoint_percentiles.png",
+            "Response-time percentiles per endpoint",
+            "Locust's cumulative percentiles over each whole run (from *_stats.csv).",
+            figure_png(plots.endpoint_percentiles_figure(summary)),
+        )
+    )
+    if summary[C.USERS].notna().any():
+        charts.append(
+            Chart(
+                "latency_vs_users.png",
+                "Latency vs users",
+                "Aggregated whole-run percentiles against the configured number of users.",
+                figure_png(plots.latency_vs_users_figure(summary)),
+            )
+        )
+    for run in runs:
+        if run.history is None or run.history.empty:
+            continue
+        series = binned(run.history)
+        charts.append(
+            Chart(
+                f"over_time_{_safe(run.run_id)}.png",
+                f"Over time — {run.run_id}",
+                "From *_stats_history.csv. With --csv-full-history Locust's percentiles there are over "
+                "a ~10 s sliding window; empty windows are gaps, not 0 ms.",
+                figure_png(plots.percentiles_over_time_figure(series, run.label)),
+            )
+        )
+    return charts
+
+
+def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
+    """One row per run (store, mix, rps, p95) when the runs cover two or more store strategies."""
+    rows = [
+        {
+            C.STORE: r.meta.store,
+            "mix": r.meta.albums_mix or "default",
+            C.RPS_OUT: float(r.aggregated[C.RPS_OUT]),
+            C.P95_MS: float(r.aggregated[C.P95_MS]),
+        }
+        for r in runs
+        if r.meta.store
+    ]
+    table = pd.DataFrame(rows)
+    if table.empty or table[C.STORE].nunique() < 2:
+        return None
+    return table
+
+
+def _bottleneck_html(runs: Sequence[Run]) -> str:
+    rows = []
+    for run in runs:
+        b = run_bottleneck(run)
+        if b:
+            rows.append({"run": run.run_id, "verdict": b.get("verdict"), "why": b.get("reason")})
+    if not rows:
+        return "<p>No run carries the figures a verdict needs (run.json).</p>"
+    return _table(pd.DataFrame(rows)) + f'<p class="muted">{escape(verdict_legend())}</p>'
+
+
+def _sweep_html(sweep: Sweep) -> str:
+    s = sweep.settings
+    done = len(sweep.points) - len(sweep.missing)
+    parts = [
+        f"<h3>{escape(sweep.sweep_id)}</h3>",
+        f"<p>{done} of {len(sweep.points)} points done; workers {escape(str(s.get('workers')))}, "
+        f"classes {escape(', '.join(s.get('classes') or []))}, {s.get('repeats')} repeat(s), "
+        f"{escape(str(s.get('run_time')))} each, {s.get('users')} users ({escape(str(s.get('mode')))} "
+        "scaling).</p>",
+    ]
+    if sweep.missing:
+        rows = pd.DataFrame(
+            [
+                {"point": p.get("id"), "status": p.get("status"), "reason": p.get("reason") or "not run yet"}
+                for p in sweep.missing
+            ]
+        )
+        parts.append(
+            '<div class="warn"><strong>Missing points</strong> — no run in this report for these (a '
+            "rerun with the same SWEEP_ID retries them):" + _table(rows) + "</div>"
+        )
+    return "\n".join(parts)
+
+
+# --- HTML ------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:13px;margin:.6em 0} th,td{border:1px solid #ddd;padding:3px 7px}
+th{background:#f3f3f3;text-align:left} td.n{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{background:#eef6ee;border-left:4px solid #2ca02c;padding:.5em 1em;margin:.6em 0}
+.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.5em 1em}
+.muted{color:#666;font-size:13px} img{max-width:100%;border:1px solid #eee} figure{margin:1.2em 0}
+.scroll{overflow-x:auto}
+"""
+
+
+def _fmt(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:,.3g}" if abs(value) < 10 else f"{value:,.1f}"
+    return str(value)
+
+
+def _table(frame: pd.DataFrame, formats: dict[str, object] | None = None) -> str:
+    formats = formats or {}
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for record in frame.itertuples(index=False):
+        cells = []
+        for col, value in zip(frame.columns, record, strict=True):
+            fmt = formats.get(col)
+            text = fmt(value) if callable(fmt) else _fmt(value)
+            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            cells.append(f'<td class="n">{escape(text)}</td>' if numeric else f"<td>{escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    body = "".join(rows)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _same_everywhere(column: pd.Series) -> bool:
+    return column.notna().all() and column.astype(str).nunique() == 1
+
+
+def _pct(value: object) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1%}"
+
+
+def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
+    return "—" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _group_html(g: ScalingGroup) -> str:
+    parts = [f"<h3>{escape(g.key.label())}</h3>"]
+    verdict = "".join(f"<p>{escape(line)}</p>" for line in g.verdict())
+    if verdict:
+        parts.append(f'<div class="verdict">{verdict}</div>')
+    scale = g.amdahl.gamma if g.amdahl else None
+    points = pd.DataFrame(
+        {
+            "workers": [p.workers for p in g.points],
+            "runs": [len(p.rps) for p in g.points],
+            "requests/s per run": [", ".join(f"{v:.0f}" for v in p.rps) for p in g.points],
+            "mean requests/s": [p.mean_rps for p in g.points],
+            "speedup vs γ": [p.mean_rps / scale if scale else float("nan") for p in g.points],
+        }
+    )
+    parts.append(_table(points))
+    fits = []
+    if g.amdahl:
+        a = g.amdahl
+        fits += [
+            ("Amdahl", "serial fraction s", f"{a.serial_fraction:.3f}", _ci(a.ci95)),
+            ("Amdahl", "γ (requests/s at 1 worker)", f"{a.gamma:.1f}", _ci(a.gamma_ci95, 1)),
+            ("Amdahl", "max speedup 1/s", "∞" if math.isinf(a.max_speedup) else f"{a.max_speedup:.2f}", ""),
+        ]
+    if g.usl:
+        u = g.usl
+        fits += [
+            ("USL", "contention α", f"{u.alpha:.4f}", _ci(u.alpha_ci95, 4)),
+            ("USL", "coherency β", f"{u.beta:.5f}", _ci(u.beta_ci95, 5)),
+            ("USL", "γ (requests/s at 1 worker)", f"{u.gamma:.1f}", _ci(u.gamma_ci95, 1)),
+            ("USL", "peak N*", "none" if u.peak_workers is None else f"{u.peak_workers:.2f}", ""),
+        ]
+    if fits:
+        parts.append(_table(pd.DataFrame(fits, columns=["law", "parameter", "value", "95 % interval"])))
+    parts.extend(f'<p class="warn">{escape(w)}</p>' for w in g.warnings)
+    return "\n".join(parts)
+
+
+_SETTINGS_COLS = [
+    C.RUN_ID,
+    C.USER_CLASS,
+    C.MODE,
+    C.WORKERS,
+    C.USERS,
+    C.SPAWN_RATE,
+    C.RUN_TIME_S,
+    C.WAIT_TIME,
+    C.HOST,
+    C.STORE,
+    C.LOCUST_VERSION,
+    C.STARTED_AT,
+    C.DURATION_S,
+    C.EXIT_CODE,
+    C.WORKER_CPU_MEAN,
+    C.TARGET_CPU_UTIL,
+]
+
+
+def build_report(
+    runs: Sequence[Run],
+    summary: pd.DataFrame,
+    groups: Sequence[ScalingGroup],
+    charts: Sequence[Chart],
+    warnings: Sequence[str] = (),
+    inputs: Sequence[str] = (),
+    title: str = "Swarmbench report",
+    sweeps: Sequence[Sweep] = (),
+) -> str:
+    """The whole page as a string (the CLI writes it; nothing here touches the disk)."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="muted">{len(runs)} run(s) from {escape(", ".join(inputs) or "?")}; generated {now}.</p>',
+    ]
+    if warnings:
+        items = "".join(f"<li>{escape(w)}</li>" for w in warnings)
+        out.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
+
+    out.append("<h2>What was run</h2>")
+    settings = settings_table(runs)
+    cols = [c for c in _SETTINGS_COLS if c in settings]
+    # Settings every run shares go in one small table; the per-run table keeps what varies.
+    common = [c for c in cols if c != C.RUN_ID and len(runs) > 1 and _same_everywhere(settings[c])]
+    if common:
+        shared = pd.DataFrame({"setting": common, "value": [_fmt(settings[c].iloc[0]) for c in common]})
+        out.append("<p>Common to every run:</p>" + _table(shared))
+    varying = [c for c in cols if c not in common]
+    out.append(_table(settings[varying], {C.TARGET_CPU_UTIL: _pct}))
+    out.append(
+        '<p class="muted">workers = load generators (1 for a local run). worker_cpu_mean_pct: mean CPU '
+        "of the load generators; target_cpu_util: the target's CPU seconds / (duration × its CPUs).</p>"
+    )
+
+    if sweeps:
+        out.append("<h2>Sweep</h2>")
+        out.extend(_sweep_html(sw) for sw in sweeps)
+
+    out.append("<h2>Scaling verdict</h2>")
+    if groups:
+        out.extend(_group_html(g) for g in groups)
+    else:
+        out.append("<p>No run carries a worker count (run.json), so there is nothing to fit.</p>")
+    out.append(
+        '<p class="muted">Fits: bounded least squares on log throughput, every run a point (repeats '
+        "included); γ is fitted, not taken from one N = 1 run. 95 % intervals from the Jacobian "
+        "covariance with a t-quantile, clipped to the parameter bounds.</p>"
+    )
+
+    out.append("<h2>What limited each run</h2>")
+    out.append(_bottleneck_html(runs))
+
+    out.append("<h2>Charts</h2>")
+    for chart in charts:
+        data = base64.b64encode(chart.png).decode("ascii")
+        out.append(
+            f'<figure><h3>{escape(chart.title)}</h3><img alt="{escape(chart.title)}" '
+            f'src="data:image/png;base64,{data}"><figcaption class="muted">{escape(chart.caption)}'
+            "</figcaption></figure>"
+        )
+
+    out.append("<h2>Per-endpoint summary</h2>")
+    shown = summary.drop(columns=[C.METHOD, C.ENDPOINT_NAME])
+    out.append(_table(shown, {C.FAIL_RATIO: _pct}))
+    failures = failures_table(runs)
+    out.append("<h2>Failures</h2>")
+    if failures.empty:
+        out.append("<p>No failures recorded.</p>")
+    else:
+        out.append(_table(failures.head(50)))
+        if len(failures) > 50:
+            out.append(f'<p class="muted">… and {len(failures) - 50} more rows.</p>')
+    out.append("</body></html>")
+    return "\n".join(out)

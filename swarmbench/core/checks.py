@@ -1,0 +1,118 @@
+"""The threshold grammar: `[NAME:]METRIC OP VALUE`, several joined by `;`.
+
+Part of swarmbench.core (standard library only): the host runner rejects a malformed LOCUST_CHECKS
+with it before it builds images or starts containers, and the plugin (plugin/checks.py) evaluates
+the parsed thresholds inside Locust. One grammar, two callers, no copy to drift.
+
+    p95<300                      Aggregated p95 below 300 ms
+    GET /albums/{id}:p99<=500    one endpoint (its request name, as in locust_stats.csv)
+    fail_ratio<0.01              under 1 % of requests failed
+    rps>=200                     at least 200 requests/s
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+AGGREGATED = "Aggregated"
+"""Locust's name for the all-requests row; the NAME a threshold without one applies to."""
+
+METRICS: dict[str, str] = {
+    "p50": "ms",
+    "p95": "ms",
+    "p99": "ms",
+    "fail_ratio": "",
+    "rps": "req/s",
+}
+"""Metric -> unit. Percentiles in ms like Locust's tables; fail_ratio a fraction (0.01 = 1 %)."""
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+SEPARATOR = ";"
+"""Between expressions in one value (LOCUST_CHECKS, a conf line). Not ',': k6-style names and
+JSON-ish values are full of commas, and a ';' never appears in a request name in practice."""
+
+# METRIC OP VALUE after the last ':'; the operator alternatives list the two-character ones first.
+_CONDITION = re.compile(r"^\s*(?P<metric>[A-Za-z_0-9]*)\s*(?P<op><=|>=|==|!=|=|<|>)?\s*(?P<value>.*?)\s*$")
+
+
+class CheckSyntaxError(ValueError):
+    """A malformed threshold; the message quotes the expression and says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One threshold: `name`'s `metric` must satisfy `op limit`."""
+
+    expr: str
+    name: str
+    metric: str
+    op: str
+    limit: float
+
+    def passes(self, measured: float) -> bool:
+        return OPERATORS[self.op](measured, self.limit)
+
+    @property
+    def unit(self) -> str:
+        return METRICS[self.metric]
+
+
+def parse_check(expr: str) -> Check:
+    """Parse one expression; the endpoint name is everything before the LAST ':' (names may
+    contain ':' and spaces, a metric never does)."""
+    text = expr.strip()
+    if not text:
+        raise CheckSyntaxError("empty threshold expression")
+    name, colon, condition = text.rpartition(":")
+    name = name.strip()
+    if colon and not name:
+        raise CheckSyntaxError(f"{text!r}: empty endpoint name before ':'")
+    m = _CONDITION.match(condition)
+    assert m is not None  # every group is optional
+    metric, op, value = m["metric"], m["op"], m["value"]
+    if metric not in METRICS:
+        shown = metric or condition.strip()
+        raise CheckSyntaxError(f"{text!r}: unknown metric {shown!r} (one of {', '.join(METRICS)})")
+    if op not in OPERATORS:
+        what = f"operator {op!r} is not supported" if op else "no comparison operator"
+        raise CheckSyntaxError(f"{text!r}: {what} (use one of {' '.join(OPERATORS)})")
+    limit = _number(text, metric, value)
+    return Check(expr=text, name=name or AGGREGATED, metric=metric, op=op, limit=limit)
+
+
+def _number(text: str, metric: str, value: str) -> float:
+    try:
+        limit = float(value)
+    except ValueError:
+        hint = " (latencies are in ms, written without a unit)" if METRICS[metric] == "ms" else ""
+        raise CheckSyntaxError(f"{text!r}: {value!r} is not a number{hint}") from None
+    if not math.isfinite(limit) or limit < 0:
+        raise CheckSyntaxError(f"{text!r}: the limit must be a finite number >= 0")
+    if metric == "fail_ratio" and limit > 1:
+        raise CheckSyntaxError(f"{text!r}: fail_ratio is a fraction from 0 to 1 (1 % is 0.01)")
+    return limit
+
+
+def split_checks(values: Iterable[str] | str | None) -> list[str]:
+    """The expressions in one or more values (each `;`-separated); empty pieces are dropped, so a
+    trailing ';' is harmless."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    return [piece.strip() for value in values for piece in value.split(SEPARATOR) if piece.strip()]
+
+
+def parse_checks(values: Iterable[str] | str | None) -> list[Check]:
+    """Every threshold in VALUES, in order; the first malformed one raises CheckSyntaxError."""
+    return [parse_check(expr) for expr in split_checks(values)]

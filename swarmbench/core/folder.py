@@ -1,0 +1,88 @@
+"""The run folder and the sweep folder: file names, run ids, exclusive creation, atomic writes.
+
+The folder is the interface between the parts: the plugin writes it, the runner classifies it, the
+analysis reads it. Every file name lives here, once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+# --- results/<run-id>/ ---
+CSV_PREFIX = "locust"
+"""Prefix of Locust's CSV files inside a run folder (Locust's --csv)."""
+STATS_CSV = f"{CSV_PREFIX}_stats.csv"
+HISTORY_CSV = f"{CSV_PREFIX}_stats_history.csv"
+FAILURES_CSV = f"{CSV_PREFIX}_failures.csv"
+EXCEPTIONS_CSV = f"{CSV_PREFIX}_exceptions.csv"
+REPORT_HTML = "report.html"
+"""Locust's own HTML report of the run."""
+MANIFEST = "run.json"
+"""Swarmbench's record of how the run was made (see manifest.py)."""
+JUNIT_XML = "junit.xml"
+"""Thresholds as JUnit XML, for CI test reporters."""
+RUN_FILES = (STATS_CSV, HISTORY_CSV, FAILURES_CSV, EXCEPTIONS_CSV, REPORT_HTML, MANIFEST)
+"""What every saved run folder holds (junit.xml only when thresholds were set)."""
+
+# --- results/<sweep-id>/ ---
+SWEEP_JSON = "sweep.json"
+"""A sweep's settings and every point's status (see sweepstate.py)."""
+REPORT_DIR = "report"
+"""The sweep's `python -m analysis report` output, inside the sweep folder."""
+ABORTED_DIR = ".aborted"
+"""Partial folders of failed or interrupted points (hidden: the analysis skips dot-folders)."""
+LOGS_DIR = ".logs"
+"""Each sweep point's Locust/compose output."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+_FOLDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def make_run_id(now: datetime, user_classes: list[str], workers: int | None) -> str:
+    """UTC time + user classes + worker count, e.g. 20261121T194500Z_AlbumsHttpUser_w4."""
+    classes = "+".join(user_classes) or "all"
+    generators = "local" if workers is None else f"w{workers}"
+    return _UNSAFE.sub("-", f"{now.astimezone(UTC):%Y%m%dT%H%M%SZ}_{classes}_{generators}")
+
+
+def is_folder_name(name: str) -> bool:
+    """A run or sweep id that is one folder name (letters, digits, . _ + -), never a path."""
+    return bool(_FOLDER_NAME.match(name)) and name not in (".", "..")
+
+
+def create_run_dir(results_dir: str | Path, run_id: str, explicit: bool) -> Path:
+    """Create the folder exclusively: an existing run is never touched.
+
+    An explicit --run-id that exists is an error (FileExistsError); a generated one gets a -2, -3...
+    suffix (two runs started in the same second).
+    """
+    root = Path(results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    candidate, n = root / run_id, 1
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            if explicit:
+                raise
+            n += 1
+            candidate = root / f"{run_id}-{n}"
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write beside PATH, then rename over it: a reader sees the old file or the new, never half."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def utc_iso(t: datetime | None) -> str | None:
+    """`2026-11-21T19:45:00.123Z`: run.json's and sweep.json's time format."""
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else None

@@ -1,0 +1,30 @@
+"""Swarmbench's Locust plugin: options, run folders, run.json, thresholds, headers, a clean end to
+distributed runs. Needs Locust; everything it shares with the runner and the analysis is core's.
+
+    from swarmbench.plugin import install
+    install()        # what locustfiles/swarmbench_plugin.py does; idempotent
+
+Importing this package registers nothing and imports no Locust (the tests import its pure parts,
+e.g. swarmbench.plugin.cpu, and must never import Locust); `install()` does, explicitly, in the
+order wiring.py states.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .lifecycle import Run
+    from .wiring import Swarmbench
+
+
+def install() -> Swarmbench:
+    from .wiring import install as _install
+
+    return _install()
+
+
+def current_run() -> Run | None:
+    from .wiring import current_run as _current_run
+
+    return _current_run()

@@ -1,0 +1,208 @@
+"""Thresholds (SLOs) that decide a headless run: `--check 'p95<300'`, LOCUST_CHECKS, `checks = ...`.
+
+Locust alone can only fail a run on any error (--exit-code-on-error). Here each threshold is an
+expression `[NAME:]METRIC OP VALUE` (grammar: swarmbench.core.checks) evaluated on the master (or a
+standalone runner) once the test is over, on the same cumulative numbers Locust writes to
+locust_stats.csv:
+
+    p50 / p95 / p99  StatsEntry.get_response_time_percentile (ms, Locust's rounding)
+    fail_ratio       failures / requests of that name
+    rps              StatsEntry.total_rps: requests of that name / seconds from the test's start to
+                     its last request, i.e. the "Requests/s" column of locust_stats.csv
+
+A broken threshold makes the process exit with exits.THRESHOLDS_BROKEN (3). Every threshold is printed
+as one line, recorded in run.json ("checks", "checks_passed") and written to junit.xml in the run
+folder (one testcase each) for CI test reporters.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from locust.env import Environment
+from locust.stats import RequestStats, StatsEntry
+
+from swarmbench.core import exits
+from swarmbench.core.checks import AGGREGATED, Check, CheckSyntaxError, parse_checks
+from swarmbench.core.folder import JUNIT_XML
+
+from .errors import die
+from .lifecycle import Run
+
+logger = logging.getLogger("swarmbench")
+
+_PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One evaluated threshold. `measured` is None when there was nothing to measure."""
+
+    check: Check
+    measured: float | None
+    passed: bool
+    reason: str = ""  # why there is no measurement
+
+    def as_json(self) -> dict:
+        c = self.check
+        return {
+            "expr": c.expr,
+            "name": c.name,
+            "metric": c.metric,
+            "op": c.op,
+            "limit": c.limit,
+            "measured": self.measured,
+            "passed": self.passed,
+        }
+
+    def line(self) -> str:
+        """`PASS p95<300 (Aggregated): measured 12 ms` -- what the console and junit show."""
+        c = self.check
+        verdict = "PASS" if self.passed else "FAIL"
+        head = f"{verdict} {c.metric}{c.op}{c.limit:g} ({c.name})"
+        if self.measured is None:
+            return f"{head}: {self.reason}"
+        return f"{head}: measured {_show(self.measured, c.unit)}"
+
+    def failure_message(self) -> str:
+        """`measured 412 ms, limit < 300 ms`, or why nothing was measured."""
+        c = self.check
+        if self.measured is None:
+            return self.reason
+        return f"measured {_show(self.measured, c.unit)}, limit {c.op} {_show(c.limit, c.unit)}"
+
+
+def _show(value: float, unit: str) -> str:
+    if unit == "req/s":
+        return f"{value:.1f} req/s"
+    if unit == "ms":
+        return f"{value:g} ms"
+    return f"{value:g} ({value * 100:.2f} %)"  # fail_ratio: both spellings, 0.01 is easy to misread
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def validate(opts: Any) -> list[Check]:
+    """The thresholds of this run; a malformed one stops it before it starts (and before a run
+    folder exists: the plugin validates everything before it creates one)."""
+    try:
+        checks = parse_checks(opts.check)
+    except CheckSyntaxError as e:
+        die(f"--check/LOCUST_CHECKS: {e}")
+    if checks and not opts.headless:
+        logger.warning("Thresholds (--check/LOCUST_CHECKS) are evaluated in headless runs only")
+    return checks
+
+
+# --- evaluation ---------------------------------------------------------------------------------
+
+
+def entry_for(stats: RequestStats, name: str) -> StatsEntry | None:
+    """The stats row of NAME; rows of one name under several methods are combined (Locust keys
+    rows by (name, method), a threshold by name). None when no request had that name."""
+    if name == AGGREGATED:
+        return stats.total
+    rows = [e for (n, _method), e in stats.entries.items() if n == name]
+    if len(rows) <= 1:
+        return rows[0] if rows else None
+    combined = StatsEntry(stats, name, "", use_response_times_cache=False)
+    for row in rows:
+        combined.extend(row)
+    return combined
+
+
+def measure(entry: StatsEntry, metric: str) -> float:
+    if metric in _PERCENTILES:
+        return float(entry.get_response_time_percentile(_PERCENTILES[metric]))
+    if metric == "fail_ratio":
+        return round(entry.fail_ratio, 6)
+    return round(float(entry.total_rps), 3)  # rps
+
+
+def evaluate(checks: list[Check], stats: RequestStats) -> list[Outcome]:
+    """Each threshold against the cumulative stats. No data is a failure, never a pass: a p95
+    of an endpoint that was never called, or of a test that sent nothing, proves nothing."""
+    outcomes = []
+    for check in checks:
+        entry = entry_for(stats, check.name)
+        if entry is None:
+            reason = f"no request named {check.name!r} in this run (names are locust_stats.csv's Name column)"
+            outcomes.append(Outcome(check, None, False, reason))
+        elif entry.num_requests == 0:
+            outcomes.append(Outcome(check, None, False, f"no requests recorded for {check.name!r}"))
+        else:
+            value = measure(entry, check.metric)
+            outcomes.append(Outcome(check, value, check.passes(value)))
+    return outcomes
+
+
+def finish(run: Run, checks: list[Check], environment: Environment) -> list[Outcome]:
+    """Evaluate CHECKS on the final stats, record them in the run (run.json, junit.xml) and set the
+    exit code. Called at `quitting`: the stats are final there (the plugin ends a distributed run
+    only after the workers' last reports) and Locust reads the exit code right after."""
+    outcomes = evaluate(checks, environment.stats)
+    passed = all(o.passed for o in outcomes)
+    run.manifest.checks = [o.as_json() for o in outcomes]
+    run.manifest.checks_passed = passed
+    if run.run_dir:
+        started, ended = run.started_at, run.ended_at or datetime.now(UTC)
+        seconds = (ended - started).total_seconds() if started else 0.0
+        timestamp = started.isoformat(timespec="seconds") if started else ""
+        write_junit(run.run_dir / JUNIT_XML, outcomes, seconds, timestamp)
+    if not passed and not environment.process_exit_code:
+        environment.process_exit_code = exits.THRESHOLDS_BROKEN
+    return outcomes
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    """The verdict last, after Locust's final tables, where a CI log reader looks first."""
+    for outcome in outcomes:
+        sys.stdout.write(f"swarmbench: check {outcome.line()}\n")
+    if outcomes and not all(o.passed for o in outcomes):
+        broken = sum(not o.passed for o in outcomes)
+        code = exits.THRESHOLDS_BROKEN
+        sys.stdout.write(f"swarmbench: {broken} of {len(outcomes)} thresholds broken (exit code {code})\n")
+    sys.stdout.flush()
+
+
+# --- junit.xml ----------------------------------------------------------------------------------
+
+
+def junit_tree(outcomes: list[Outcome], seconds: float, timestamp: str) -> ET.ElementTree:
+    """One testsuite, one testcase per threshold, a <failure> when broken (JUnit XML as read by
+    GitHub/GitLab/Jenkins reporters)."""
+    failures = sum(not o.passed for o in outcomes)
+    common = {"tests": str(len(outcomes)), "failures": str(failures), "errors": "0", "time": f"{seconds:.3f}"}
+    root = ET.Element("testsuites", name="swarmbench", **common)
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name="swarmbench.checks",
+        skipped="0",
+        timestamp=timestamp,
+        hostname=socket.gethostname(),
+        **common,
+    )
+    for o in outcomes:
+        case = ET.SubElement(suite, "testcase", classname="swarmbench.checks", name=o.check.expr, time="0")
+        ET.SubElement(case, "system-out").text = o.line()
+        if not o.passed:
+            message = o.failure_message()
+            failure = ET.SubElement(case, "failure", message=message, type="ThresholdBroken")
+            failure.text = f"{o.check.expr}: {message}"
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(path: Path, outcomes: list[Outcome], seconds: float, timestamp: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    junit_tree(outcomes, seconds, timestamp).write(tmp, encoding="utf-8", xml_declaration=True)
+    tmp.replace(path)

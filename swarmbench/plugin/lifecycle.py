@@ -1,0 +1,251 @@
+"""The run this process records: its folder, its clock, a clean end, its CSVs and run.json.
+
+Runs on every process but does its work where it belongs: workers report their CPU; the master
+(or a standalone runner) owns the run folder, ends the run so that every worker's final stats
+arrive, and writes run.json last. The listeners that call these functions, and their order, are in
+wiring.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import gevent
+import locust
+from locust.env import Environment
+from locust.rpc import Message
+from locust.runners import LocalRunner, MasterRunner, Runner
+
+from swarmbench.core import folder, target, verdict
+from swarmbench.core.gitinfo import git_commit
+from swarmbench.core.manifest import RunManifest
+
+from . import cpu, results
+from .errors import die
+
+logger = logging.getLogger("swarmbench")
+
+HOST_CHECK_TIMEOUT_S = 5.0
+"""How long the pre-flight request may take before the host counts as unreachable."""
+
+FINAL_STATS_GRACE_S = 15.0
+"""After --stop-timeout, how long the master waits for workers' final reports before quitting."""
+
+SAMPLE_INTERVAL_S = 1.0
+"""How often the master samples Locust's per-worker cpu_usage and the worker count."""
+
+
+class Run:
+    """State of the one headless run this process records (master or standalone runner).
+
+    `manifest` is run.json as it fills up: settings at init, sections from the other modules
+    (experiment, thresholds, headers) as they happen, the outcome at quit.
+    """
+
+    def __init__(self, environment: Environment, run_dir: Path | None, run_time: float | None) -> None:
+        self.env = environment
+        self.run_dir = run_dir
+        self.run_time = run_time
+        self.csv = results.CsvFiles(environment, run_dir) if run_dir else None
+        self.started_at: datetime | None = None
+        self.ended_at: datetime | None = None
+        self.target_before: target.TargetSnapshot | None = None
+        self.cpu: dict[str, cpu.CpuSeries] = {}
+        self.local_clock = cpu.CpuClock()
+        self.workers_seen: set[str] = set()
+        self.manifest = RunManifest(run_id=run_dir.name if run_dir else None)
+        self.greenlets: list[gevent.Greenlet] = []
+        self.finished = False
+
+    @property
+    def runner(self) -> Runner:
+        assert self.env.runner is not None
+        return self.env.runner
+
+    def series(self, worker_id: str) -> cpu.CpuSeries:
+        return self.cpu.setdefault(worker_id, cpu.CpuSeries())
+
+
+# --- init: pre-flight, the run folder ------------------------------------------------------------
+
+
+def check_host(host: str | None, skip: bool) -> None:
+    """Fail before the test starts, not after 30 s of connection errors."""
+    if not host:
+        die("no host to test: set LOCUST_HOST (or --host, or `host` in locust.conf)")
+    if not host.startswith(("http://", "https://")):
+        die(f"host {host!r} is not an http:// or https:// URL (LOCUST_HOST/--host)")
+    if skip:
+        return
+    try:
+        with urllib.request.urlopen(host, timeout=HOST_CHECK_TIMEOUT_S):
+            pass
+    except urllib.error.HTTPError:
+        pass  # it answered; a 404 on "/" is fine
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        die(f"host {host} is unreachable ({reason}); check LOCUST_HOST/--host")
+
+
+def generator_count(runner: Runner) -> int | None:
+    """Expected load generators: --expect-workers for a master, None for a standalone runner."""
+    if isinstance(runner, MasterRunner):
+        opts = runner.environment.parsed_options
+        return int(opts.processes if opts.processes and opts.processes > 0 else opts.expect_workers)
+    return None
+
+
+def open_run(environment: Environment, runner: Runner) -> Run:
+    """Pre-flight the host, create the run folder (unless --results-dir is empty), take over the
+    end of a distributed run. Called for headless masters and standalone runners only."""
+    opts = environment.parsed_options
+    check_host(environment.host, skip=opts.skip_host_check)
+    run_dir = None
+    if opts.results_dir:
+        run_dir = open_run_dir(environment, runner)
+        opts.html_file = str(run_dir / folder.REPORT_HTML)
+    run_time = float(opts.run_time) if opts.run_time else None
+    if isinstance(runner, MasterRunner) and run_time:
+        # We end a distributed run ourselves (see end_distributed_run) so the workers' final
+        # stats are in before anything is written; Locust's own timer would race with that.
+        opts.run_time = None
+    if run_dir:
+        logger.info("Saving this run to %s/", run_dir)
+    return Run(environment, run_dir, run_time)
+
+
+def open_run_dir(environment: Environment, runner: Runner) -> Path:
+    opts = environment.parsed_options
+    classes = [c.__name__ for c in environment.user_classes]
+    explicit = bool(opts.run_id)
+    run_id = opts.run_id or folder.make_run_id(datetime.now(UTC), classes, generator_count(runner))
+    if explicit and ("/" in run_id or run_id in (".", "..")):
+        die(f"--run-id/LOCUST_RUN_ID {run_id!r} must be a folder name, not a path")
+    try:
+        return folder.create_run_dir(opts.results_dir, run_id, explicit)
+    except FileExistsError:
+        die(f"run folder {Path(opts.results_dir) / run_id} already exists; choose another LOCUST_RUN_ID")
+    except OSError as e:
+        die(f"cannot create the run folder under {opts.results_dir!r}: {e.strerror or e}")
+
+
+# --- test start: snapshots, CSV writer, samplers, distributed end -------------------------------
+
+
+def start(run: Run) -> bool:
+    """The test started: take the target's snapshot, start the CSV writer and samplers. False when
+    it had already started (a shape or the UI can fire test_start again)."""
+    if run.started_at is not None:
+        return False
+    run.started_at = datetime.now(UTC)
+    run.target_before = target.scrape(run.env.host or "")
+    run.local_clock.start()
+    if run.csv:
+        run.csv.start()
+    run.greenlets.append(gevent.spawn(sample, run))
+    if isinstance(run.runner, MasterRunner) and run.run_time:
+        run.greenlets.append(gevent.spawn(end_distributed_run, run))
+    return True
+
+
+def sample(run: Run) -> None:
+    """Per second: Locust's reported per-worker CPU, the worker count, our own CPU."""
+    while True:
+        runner = run.runner
+        if isinstance(runner, MasterRunner):
+            for client in runner.clients.values():
+                run.workers_seen.add(client.id)
+                run.series(client.id).locust_reported.append(float(client.cpu_usage))
+        elif isinstance(runner, LocalRunner):
+            series = run.series("local")
+            series.add(*run.local_clock.read())
+            series.locust_reported.append(float(runner.current_cpu_usage))
+        gevent.sleep(SAMPLE_INTERVAL_S)
+
+
+def end_distributed_run(run: Run) -> None:
+    """End a distributed run at --run-time without losing the workers' last stats.
+
+    Locust's own timer quits the master 0.5 s after telling workers to quit, and a worker's last
+    report can arrive later than that: the CSVs then miss requests the target did serve. Instead:
+    stop the test on the master, ask every worker to quit (a worker stops its users, honouring
+    --stop-timeout, then sends a final report and says goodbye), and let the master quit by itself
+    when the last worker is gone; quit it ourselves only if a worker never answers.
+    """
+    gevent.sleep(run.run_time)
+    runner = run.runner
+    assert isinstance(runner, MasterRunner)
+    logger.info("--run-time limit reached, stopping the workers and collecting their final stats")
+    run.ended_at = datetime.now(UTC)
+    runner.stop(send_stop_to_client=False)
+    for client in list(runner.clients.values()):
+        runner.server.send_to_client(Message("quit", None, client.id))
+    gevent.sleep(float(run.env.stop_timeout or 0) + FINAL_STATS_GRACE_S)
+    logger.warning("Some workers did not send their final stats in time; quitting without them")
+    runner.quit()
+
+
+def worker_cpu_report(run: Run, client_id: str, report: dict) -> None:
+    """A worker's CPU seconds, piggybacked on its stats report (see cpu.py)."""
+    run.workers_seen.add(client_id)
+    run.series(client_id).add(report["wall_s"], report["cpu_s"])
+
+
+# --- quit: final CSVs and run.json --------------------------------------------------------------
+
+
+def finish(run: Run, exit_code: int) -> None:
+    """Stop the samplers, write the final CSVs, then run.json (last: its presence means the rest
+    is there)."""
+    if run.finished:
+        return
+    run.finished = True
+    for g in run.greenlets:
+        g.kill(block=False)
+    if run.ended_at is None:
+        run.ended_at = datetime.now(UTC)
+    if isinstance(run.runner, LocalRunner):
+        run.series("local").add(*run.local_clock.read())
+    if run.csv:
+        run.csv.finalize()
+    if run.run_dir:
+        fill_manifest(run, exit_code)
+        folder.write_json_atomic(run.run_dir / folder.MANIFEST, run.manifest.to_json())
+        logger.info("Results saved to %s/", run.run_dir)
+
+
+def fill_manifest(run: Run, exit_code: int) -> RunManifest:
+    """The settings and the outcome; the sections other modules set are already there."""
+    env, opts, runner, m = run.env, run.env.parsed_options, run.runner, run.manifest
+    after = target.scrape(env.host or "") if run.target_before else None
+    total = env.stats.total
+    started, ended = run.started_at, run.ended_at
+    is_master = isinstance(runner, MasterRunner)
+    m.started_at, m.ended_at = folder.utc_iso(started), folder.utc_iso(ended)
+    m.duration_s = round((ended - started).total_seconds(), 3) if started and ended else None
+    m.host, m.locustfile = env.host, opts.locustfile
+    m.user_classes = tuple(c.__name__ for c in env.user_classes)
+    if m.users is None:  # a step load records its peak users itself
+        m.users = opts.num_users
+    m.spawn_rate, m.run_time, m.wait_time = opts.spawn_rate, run.run_time, opts.wait_time
+    m.stop_timeout = env.stop_timeout
+    m.mode = ("processes" if opts.processes else "distributed") if is_master else "local"
+    m.workers_expected = generator_count(runner) if is_master else 0
+    m.workers_connected = len(run.workers_seen) if is_master else 0
+    m.locust_version = locust.__version__
+    m.worker_cpu = cpu.summarize(run.cpu)
+    m.target = target.delta(run.target_before, after) if run.target_before and after else None
+    m.git_commit = opts.git_commit or git_commit()
+    m.exit_code = exit_code
+    m.totals = {"requests": total.num_requests, "failures": total.num_failures}
+    # What limited this run, from the numbers above (see core/verdict.py for the thresholds).
+    m.bottleneck = verdict.judge_manifest(
+        m.to_json(),
+        rps=total.total_rps if total.num_requests else None,
+        avg_ms=total.avg_response_time or None,
+    )
+    return m

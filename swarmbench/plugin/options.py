@@ -1,0 +1,133 @@
+"""Every Swarmbench option, in ONE "Swarmbench options" group of Locust's configuration chain.
+
+Each option is a flag, a `LOCUST_*` environment variable and a locust.conf key at once (Locust's
+`init_command_line_parser` + `env_var=`), so compose files, CI and local runs configure it the same
+way as Locust's built-in settings: locust.conf < LOCUST_* variables < flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from locust.argument_parser import LocustArgumentParser
+
+from swarmbench.core.experiment import DEFAULT_MIX, MIXES, SWEEP_MODES
+from swarmbench.core.wait import DEFAULT_WAIT_TIME
+
+DEFAULT_RESULTS_DIR = "results"
+"""Where headless runs write `<run-id>/` folders; relative to Locust's working directory."""
+
+GROUP_TITLE = "Swarmbench options"
+
+
+def _add(group, *flags: str, web_ui: bool = False, **kwargs: Any) -> None:
+    """An option of the group. Locust reads `include_in_web_ui` off the action (its parser's own
+    add_argument sets it; a group's does not), so it is set here: only --wait-time is a UI field."""
+    action = group.add_argument(*flags, **kwargs)
+    action.include_in_web_ui = web_ui
+    action.is_secret = action.is_required = action.is_multiple = False
+
+
+def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
+    g = parser.add_argument_group(GROUP_TITLE, "Added by Swarmbench's plugin (README: Settings).")
+    _add(
+        g,
+        "--wait-time",
+        env_var="LOCUST_WAIT_TIME",
+        default=DEFAULT_WAIT_TIME,
+        web_ui=True,
+        help=(
+            "Pacing of the bundled scenario's users: 'between MIN MAX' or 'constant S' (closed loop, "
+            "seconds of think time), 'throughput R' (R tasks/s per user) or 'pacing S'. "
+            f"Default: '{DEFAULT_WAIT_TIME}'."
+        ),
+    )
+    _add(
+        g,
+        "--results-dir",
+        env_var="LOCUST_RESULTS_DIR",
+        default=DEFAULT_RESULTS_DIR,
+        help=(
+            "Headless runs save CSVs, report.html and run.json to RESULTS_DIR/<run-id>/. "
+            "Set to an empty string to save nothing. Default: 'results'."
+        ),
+    )
+    _add(
+        g,
+        "--run-id",
+        env_var="LOCUST_RUN_ID",
+        default="",
+        help=(
+            "Name of the run folder (default: UTC time + user classes + worker count). "
+            "An existing folder is never overwritten: the run stops before it starts."
+        ),
+    )
+    _add(
+        g,
+        "--git-commit",
+        env_var="LOCUST_GIT_COMMIT",
+        default="",
+        help="Commit recorded in run.json (default: asked from git when run inside a checkout).",
+    )
+    _add(
+        g,
+        "--skip-host-check",
+        env_var="LOCUST_SKIP_HOST_CHECK",
+        action="store_true",
+        default=False,
+        help="Do not check that the host answers before a headless run starts.",
+    )
+    _add(
+        g,
+        # '--checks' too, so locust.conf can say `checks = ...` like the LOCUST_CHECKS variable.
+        "--check",
+        "--checks",
+        dest="check",
+        action="append",
+        env_var="LOCUST_CHECKS",
+        default=None,
+        metavar="EXPR",
+        help=(
+            "Threshold that fails a headless run (exit code 3) when broken: [NAME:]METRIC OP VALUE, "
+            "METRIC one of p50 p95 p99 (ms) fail_ratio rps, OP one of < <= > >=, NAME a request "
+            "name (default Aggregated). Repeatable; several per value separated by ';', e.g. "
+            "LOCUST_CHECKS='p95<300;GET /albums/{id}:p99<500;fail_ratio<0.01;rps>=200'."
+        ),
+    )
+    _add(
+        g,
+        "--headers-file",
+        env_var="LOCUST_HEADERS_FILE",
+        default="",
+        help=(
+            "File of 'Name: value' lines sent as headers with every request of HttpUser and "
+            "FastHttpUser users (tokens for a staging host). Values are never logged or saved. "
+            "The LOCUST_HEADERS environment variable takes the same lines."
+        ),
+    )
+    for name, help_text in (
+        ("id", "Sweep this run belongs to (recorded in run.json's `sweep`)."),
+        ("mode", f"Sweep scaling mode: {' or '.join(SWEEP_MODES)} (total users / users per worker fixed)."),
+        ("repeat", "Repeat number of this point within its sweep (1, 2, ...)."),
+        ("point", "Point id within its sweep (also the run folder's name)."),
+    ):
+        _add(g, f"--sweep-{name}", env_var=f"LOCUST_SWEEP_{name.upper()}", default="", help=help_text)
+    _add(
+        g,
+        "--albums-mix",
+        env_var="LOCUST_ALBUMS_MIX",
+        default=DEFAULT_MIX,
+        help="Request mix of the albums scenario: "
+        + ", ".join(f"{name} ({ratio} GET:POST)" for name, ratio in MIXES.items())
+        + ".",
+    )
+    _add(
+        g,
+        "--step-users",
+        env_var="LOCUST_STEP_USERS",
+        default="",
+        help=(
+            "Step load for knee finding, 'START STEP SECONDS MAX' (e.g. '10 10 20 80'): needs "
+            "locustfiles/step_load.py in the locustfile list; without this option that file is inert."
+        ),
+    )

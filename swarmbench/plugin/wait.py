@@ -1,0 +1,26 @@
+"""The --wait-time option as a Locust wait_time function (the spec itself: core/wait.py)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from locust import between, constant, constant_pacing, constant_throughput
+
+from swarmbench.core.wait import parse_wait_time
+
+WaitFunc = Callable[..., float]
+
+_MAKERS: dict[str, Callable[..., WaitFunc]] = {
+    "between": between,
+    "constant": constant,
+    "throughput": constant_throughput,
+    "pacing": constant_pacing,
+}
+
+
+@functools.lru_cache(maxsize=32)
+def wait_function(spec: str) -> WaitFunc:
+    """Locust's wait function for SPEC; ValueError (naming the spec) when it is malformed."""
+    parsed = parse_wait_time(spec)
+    return _MAKERS[parsed.kind](*parsed.values)

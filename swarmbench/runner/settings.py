@@ -1,0 +1,167 @@
+"""Validate the headless settings before anything starts.
+
+Locust would reject most of these too, but only after images are built and the target is up; a
+typo should cost a second, not a minute, and produce one line naming the setting.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from swarmbench.core.checks import CheckSyntaxError, parse_checks
+from swarmbench.core.errors import UsageError
+from swarmbench.core.launch import DEFAULT_RUN_TIME
+
+DEFAULT_WORKERS = 1
+DEFAULT_USER_CLASS = "AlbumsHttpUser"
+"""Headless default for the bundled scenario: one client per run, so runs compare cleanly (the web
+UI's class picker offers both)."""
+
+_TIMESPAN = re.compile(r"^(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?$")
+_CLASS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def positive_int(name: str, value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{name}={value!r} is not a whole number") from None
+    if n < 1:
+        raise UsageError(f"{name}={value!r} must be at least 1")
+    return n
+
+
+def positive_float(name: str, value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise UsageError(f"{name}={value!r} is not a number") from None
+    if not x > 0 or x == float("inf"):
+        raise UsageError(f"{name}={value!r} must be a positive number")
+    return x
+
+
+def timespan_seconds(name: str, value: str) -> int:
+    """Locust's --run-time syntax: 90, 90s, 1m30s, 2h."""
+    text = value.strip()
+    if text.isdigit():
+        seconds = int(text)
+    else:
+        m = _TIMESPAN.match(text)
+        if not text or not m:
+            raise UsageError(f"{name}={value!r} is not a duration like 30s, 5m or 1h30m")
+        h, mi, s = (int(g or 0) for g in m.groups())
+        seconds = 3600 * h + 60 * mi + s
+    if seconds < 1:
+        raise UsageError(f"{name}={value!r} must be at least 1s")
+    return seconds
+
+
+def user_classes(name: str, value: str) -> list[str]:
+    names = [n for n in re.split(r"[\s,]+", value.strip()) if n]
+    for n in names:
+        if not _CLASS.match(n):
+            raise UsageError(f"{name}={value!r}: {n!r} is not a Python class name")
+    return names
+
+
+def host(name: str, value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value) or re.search(r"\s", value):
+        raise UsageError(f"{name}={value!r} is not an http:// or https:// URL")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises on a port that is not a number from 0 to 65535)
+    except ValueError:
+        raise UsageError(f"{name}={value!r} has an invalid port") from None
+    if not parts.hostname:
+        raise UsageError(f"{name}={value!r} has no host name")
+    if parts.username is not None or parts.password is not None:
+        # run.json records the host: a password in the URL would end up in results/.
+        raise UsageError(f"{name} must not contain credentials; put them in SWARMBENCH_HEADERS_FILE")
+    return value
+
+
+def checks(name: str, value: str) -> list[str]:
+    """The threshold expressions in VALUE, each validated by the plugin's own grammar."""
+    try:
+        return [c.expr for c in parse_checks(value)]
+    except CheckSyntaxError as e:
+        raise UsageError(f"{name}: {e}") from None
+
+
+def existing_file(name: str, value: str) -> str:
+    path = Path(value)
+    if not path.is_file():
+        raise UsageError(f"{name}={value!r} is not a file")
+    try:
+        path.open("rb").close()
+    except OSError as e:
+        raise UsageError(f"{name}={value!r} cannot be read: {e.strerror or e}") from None
+    return str(path.resolve())
+
+
+def network(name: str, value: str) -> str:
+    if not _NETWORK.match(value):
+        raise UsageError(f"{name}={value!r} is not a Docker network name")
+    return value
+
+
+@dataclass(frozen=True)
+class Headless:
+    workers: int
+    run_time: str
+    environ: dict[str, str]  # what compose gets: the caller's environment plus resolved defaults
+    staging: bool = False  # test LOCUST_HOST; the bundled target is not started
+    headers_file: str | None = None  # SWARMBENCH_HEADERS_FILE, mounted read-only into the containers
+    network: str | None = None  # SWARMBENCH_NETWORK, an existing network the containers also join
+
+
+def headless_from_env(env: Mapping[str, str], staging: bool = False, ui: bool = False) -> Headless:
+    """The settings of one headless run from the environment (make passes its variables there).
+
+    STAGING: the run tests LOCUST_HOST instead of the bundled target, so the host is required.
+    UI: the same settings for the web UI (`python -m swarmbench up`): no default user class.
+    """
+    out = dict(env)
+    if staging and not env.get("LOCUST_HOST", "").strip():
+        raise UsageError(
+            "staging mode tests an external host and starts no target: set LOCUST_HOST, "
+            "e.g. LOCUST_HOST=https://staging.example.com make staging"
+        )
+    workers = positive_int("WORKERS", env.get("WORKERS") or str(DEFAULT_WORKERS))
+    run_time = env.get("LOCUST_RUN_TIME") or DEFAULT_RUN_TIME
+    timespan_seconds("LOCUST_RUN_TIME", run_time)
+    if env.get("LOCUST_USERS"):
+        positive_int("LOCUST_USERS", env["LOCUST_USERS"])
+    if env.get("LOCUST_SPAWN_RATE"):
+        positive_float("LOCUST_SPAWN_RATE", env["LOCUST_SPAWN_RATE"])
+    if env.get("LOCUST_HOST"):
+        host("LOCUST_HOST", env["LOCUST_HOST"])
+    if env.get("LOCUST_CHECKS"):
+        checks("LOCUST_CHECKS", env["LOCUST_CHECKS"])
+    headers = net = None
+    if env.get("SWARMBENCH_HEADERS_FILE"):
+        headers = existing_file("SWARMBENCH_HEADERS_FILE", env["SWARMBENCH_HEADERS_FILE"])
+    if env.get("SWARMBENCH_NETWORK"):
+        net = network("SWARMBENCH_NETWORK", env["SWARMBENCH_NETWORK"])
+    if env.get("LOCUST_USER_CLASSES"):
+        user_classes("LOCUST_USER_CLASSES", env["LOCUST_USER_CLASSES"])
+    elif "LOCUST_USER_CLASSES" not in env and not env.get("LOCUST_LOCUSTFILE") and not ui:
+        out["LOCUST_USER_CLASSES"] = DEFAULT_USER_CLASS  # the UI has its class picker instead
+    out["WORKERS"] = str(workers)
+    out["LOCUST_RUN_TIME"] = run_time
+    if headers:
+        out["SWARMBENCH_HEADERS_FILE"] = headers  # absolute: compose resolves paths from the repo root
+    return Headless(
+        workers=workers, run_time=run_time, environ=out, staging=staging, headers_file=headers, network=net
+    )
+
+
+def up_from_env(env: Mapping[str, str]) -> Headless:
+    """The settings of `python -m swarmbench up` (the web UI): validated like a headless run's."""
+    return headless_from_env(env, ui=True)

@@ -1,0 +1,210 @@
+"""`python -m swarmbench sweep`: the scaling experiment in one command (what `make sweep` runs).
+
+Workers x user classes (x target stores x request mixes) x repeats, every point one normal headless
+run under results/<sweep-id>/<point-id>/, then `python -m analysis report` on the whole sweep.
+
+- Order: the points of each repeat run in a shuffled order (seeded by the sweep id, so a resumed
+  sweep keeps its plan), so slow drift of a shared machine does not masquerade as scaling.
+- sweep.json (in the sweep folder) records the settings and every point's status: pending, done,
+  failed (with its reason) or interrupted. It is rewritten atomically after every point.
+- Resume: rerunning with the same sweep id runs only what is not done; a point folder left by an
+  interrupted or failed attempt is moved aside to .aborted/<point-id>-<n>/ first (hidden, so the
+  analysis never mixes it in; never deleted, never overwritten). Other settings under an existing
+  sweep id are an error.
+- Ctrl-C stops the current point cleanly (Locust writes what it has, the stack goes down), keeps
+  every finished point and exits 130.
+
+The plan is plan.py (pure), each point's processes points.py, the progress line progress.py.
+Standard library only: `--local` needs Locust (the venv) and Go.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from swarmbench.core import exits
+from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR
+
+from . import settings as S
+from .compose import prepare_results
+from .paths import ROOT, results_dir
+from .plan import Point, SweepSettings, load_state, plan, save_state
+from .points import ComposeRunner, LocalRunner, PointRunner, _PointError, classify, point_verdict
+from .progress import Progress, fmt_duration
+
+POINT_GRACE_S = 180.0
+"""A point may take this long beyond its run time before it is killed and recorded as failed
+(image builds on a first compose run take most of it)."""
+STOP_WAIT_S = 60.0
+"""After Ctrl-C, how long the current point may take to stop cleanly before it is killed."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def move_aside(sweep_dir: Path, pid: str) -> Path | None:
+    """A point folder from an attempt that did not finish: keep it, out of the analysis' way."""
+    folder = sweep_dir / pid
+    if not folder.exists():
+        return None
+    aside = sweep_dir / ABORTED_DIR
+    aside.mkdir(exist_ok=True)
+    n = 1
+    while (aside / f"{pid}-{n}").exists():
+        n += 1
+    folder.rename(aside / f"{pid}-{n}")
+    return aside / f"{pid}-{n}"
+
+
+def run_sweep(
+    s: SweepSettings, environ: Mapping[str, str], report: bool = True, dry_run: bool = False
+) -> int:
+    """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted."""
+    env = dict(environ)
+    root = results_dir(env)
+    sweep_dir = root / s.sweep_id
+    points = load_state(sweep_dir, s) if sweep_dir.exists() else plan(s)
+    todo = [p for p in points if p.status != "done"]
+    if dry_run:
+        for i, p in enumerate(points, 1):
+            print(f"{i:3d} {p.id} users={p.users} [{p.status}]")
+        return 0
+    if not todo:
+        print(f"swarmbench: sweep {s.sweep_id}: all {len(points)} points already done; nothing to run")
+        if report and not (sweep_dir / REPORT_DIR / "report.html").exists():
+            return 0 if make_report(sweep_dir) == 0 else 1
+        return 0
+    runner: PointRunner = (LocalRunner if s.local else ComposeRunner)(s, sweep_dir, env)
+    runner.setup()
+    prepare_results(env, sweep_dir)
+    runner.env = env
+    logs = sweep_dir / LOGS_DIR
+    logs.mkdir(exist_ok=True)
+    print(
+        f"swarmbench: sweep {s.sweep_id}: {len(todo)} of {len(points)} points to run "
+        f"({'local processes' if s.local else 'docker compose'}) -> {sweep_dir}/",
+        file=sys.stderr,
+    )
+    save_state(sweep_dir, s, points, "running")
+    progress = Progress(len(todo), S.timespan_seconds("RUN_TIME", s.run_time))
+    interrupted = False
+    try:
+        for i, p in enumerate(todo, 1):
+            if run_point(runner, s, sweep_dir, p, logs, progress, i, len(todo) - i):
+                interrupted = True
+                break
+            save_state(sweep_dir, s, points, "running")
+    except KeyboardInterrupt:  # between two points: nothing is running
+        interrupted = True
+    finally:
+        state = (
+            "interrupted"
+            if interrupted
+            else ("complete" if all(p.status == "done" for p in points) else "incomplete")
+        )
+        save_state(sweep_dir, s, points, state)
+        runner.cleanup()
+    done = sum(p.status == "done" for p in points)
+    failed = [p for p in points if p.status == "failed"]
+    if interrupted:
+        print(
+            f"swarmbench: interrupted; {done} of {len(points)} points kept. Resume with the same settings "
+            f"and SWEEP_ID={s.sweep_id}",
+            file=sys.stderr,
+        )
+        return exits.INTERRUPTED_SIGINT
+    for p in failed:
+        print(f"swarmbench: point {p.id} failed: {p.reason}", file=sys.stderr)
+    if report and done and make_report(sweep_dir) != 0:
+        return 1
+    return 1 if failed else 0
+
+
+def run_point(
+    runner: PointRunner,
+    s: SweepSettings,
+    sweep_dir: Path,
+    p: Point,
+    logs: Path,
+    progress: Progress,
+    index: int,
+    remaining_after: int,
+) -> bool:
+    """Run one point and record its status; True when the user interrupted it."""
+    moved = move_aside(sweep_dir, p.id)
+    if moved:
+        print(f"swarmbench: kept the folder of an earlier attempt at {moved}", file=sys.stderr)
+    p.attempts += 1
+    p.started_at, p.ended_at, p.reason, p.exit_code, p.verdict = _now(), None, None, None, None
+    limit = S.timespan_seconds("RUN_TIME", s.run_time) + POINT_GRACE_S
+    log_path = logs / f"{p.id}.log"
+    t0 = time.monotonic()
+    progress.start(index, p, remaining_after)
+    interrupted = False
+    with open(log_path, "ab") as log:
+        try:
+            try:
+                runner.start(p, runner.point_env(p), log)
+                code = None
+                while code is None:
+                    code = runner.wait(0.5)
+                    if code is None and time.monotonic() - t0 > limit:
+                        runner.kill()
+                        raise _PointError(f"did not finish within {fmt_duration(limit)}; killed")
+                p.exit_code = code
+                p.status, p.reason = classify(sweep_dir, p, code, log_path)
+            except KeyboardInterrupt:
+                interrupted = True
+                _stop_cleanly(runner)
+                p.status, p.reason = "interrupted", "stopped by Ctrl-C"
+        except _PointError as e:
+            runner.kill()
+            p.status, p.reason = "failed", str(e)
+    runner.kill()  # nothing of this point may outlive it (a no-op after a clean end)
+    p.ended_at = _now()
+    p.duration_s = round(time.monotonic() - t0, 1)
+    if p.status == "done":
+        p.verdict = point_verdict(sweep_dir, p)
+    else:
+        move_aside(sweep_dir, p.id)  # never leave a partial folder where the analysis looks
+    progress.finish(p, time.monotonic() - t0)
+    return interrupted
+
+
+def _stop_cleanly(runner: PointRunner) -> None:
+    """Ctrl-C during a point: ask it to stop, wait for it (a second Ctrl-C kills it)."""
+    try:
+        runner.stop()
+        deadline = time.monotonic() + STOP_WAIT_S
+        while runner.wait(0.5) is None:
+            if time.monotonic() > deadline:
+                runner.kill()
+                break
+    except KeyboardInterrupt:
+        runner.kill()
+    except (ProcessLookupError, IndexError):
+        pass
+
+
+def analysis_python() -> str:
+    """The analysis needs pandas and matplotlib: the project's venv when there is one."""
+    venv = ROOT / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def make_report(folder: Path, out: Path | None = None, title: str | None = None) -> int:
+    """`python -m analysis report FOLDER -o OUT` (default: the sweep's report/ folder)."""
+    out = out or folder / REPORT_DIR
+    cmd = [analysis_python(), "-m", "analysis", "report", str(folder), "-o", str(out)]
+    cmd += ["--title", title or f"Swarmbench sweep {folder.name}"]
+    print(f"swarmbench: python {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    code = subprocess.run(cmd, cwd=ROOT).returncode
+    if code != 0:
+        print(f"swarmbench: the report failed (exit {code}); rerun: {' '.join(cmd)}", file=sys.stderr)
+    return code
