@@ -4,8 +4,10 @@
 # make's command-line variables reach the recipes' environment (and so compose and Locust).
 .EXPORT_ALL_VARIABLES:
 
-PYTHON ?= python3
-VENV ?= .venv
+# Tool paths are fixed (`override`: a command-line PYTHON='python3; rm -rf ~' cannot replace them):
+# no recipe pastes a value a user can set into a shell line.
+override PYTHON := python3
+override VENV := .venv
 # WORKERS: the worker count of `make up`/`make headless` (default 1), the worker LIST of `make sweep`
 # (default "1 2 4"); no default here, so each command can tell "not given" from a value.
 # The sweep needs the analysis (pandas) at the end, and Locust itself with LOCAL=1: the venv's
@@ -13,10 +15,13 @@ VENV ?= .venv
 SWEEP_PYTHON = $(VENV)/bin/python
 # actionlint checks .github/workflows (and, where shellcheck is installed, their scripts). A Go
 # program, pinned and built from the Go module proxy into the venv: no binary to vendor.
-ACTIONLINT_VERSION ?= v1.7.7
+override ACTIONLINT_VERSION := v1.7.7
 ACTIONLINT := $(VENV)/bin/actionlint
+# kustomize builds k8s/ in the tests (tests/test_k8s.py validates what `kubectl apply -k` would send).
+KUSTOMIZE_VERSION ?= v5.7.1
+KUSTOMIZE := $(VENV)/bin/kustomize
 
-.PHONY: help up headless staging sweep sweep-stores knee tools test lint fmt test-go test-py clean-venv
+.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee tools test lint fmt test-go test-py clean-venv
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -33,7 +38,16 @@ headless: ## one headless run -> results/<run-id>/ (exit 0 ok, 1 failures, 2 con
 staging: ## headless run against LOCUST_HOST, without the bundled target (same exit codes)
 	$(PYTHON) -m swarmbench headless --staging
 
-sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1 -> results/<sweep-id>/
+swarm: ## headless run on Docker Swarm: WORKERS replicas over the swarm's nodes (same folder, exit codes)
+	$(PYTHON) -m swarmbench headless --swarm
+
+swarm-lab: ## (root) a second Docker engine in a network namespace, joined to a new swarm as a worker node
+	$(PYTHON) -m swarmbench swarm-lab up
+
+swarm-lab-down: ## remove everything swarm-lab created (namespace, engine, its data, its swarm)
+	$(PYTHON) -m swarmbench swarm-lab down
+
+sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1|ENGINE=swarm -> results/<sweep-id>/
 	$(SWEEP_PYTHON) -m swarmbench sweep
 
 # The store comparison: each ALBUMS_STORE strategy under a write-heavy and a read-heavy mix. Lock
@@ -44,7 +58,10 @@ sweep-stores: $(VENV)/.installed ## store strategies: STORES="mutex rwmutex sync
 knee: $(VENV)/.installed ## step load (STEP_USERS="START STEP SECONDS MAX") -> results/<run-id>/ + a report marking the knee
 	$(SWEEP_PYTHON) -m swarmbench knee
 
-tools: $(ACTIONLINT) ## non-Python dev tools (actionlint) into .venv/bin
+tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin
+
+$(KUSTOMIZE): | $(VENV)/.installed
+	GOBIN=$(abspath $(VENV))/bin go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 $(ACTIONLINT): | $(VENV)/.installed
 	GOBIN=$(abspath $(VENV))/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
@@ -67,7 +84,7 @@ lint: $(VENV)/.installed $(ACTIONLINT) ## ruff + go vet + actionlint
 test-go: ## target/ unit, concurrency and fuzz-seed tests under the race detector
 	cd target && go test -race -count=1 ./...
 
-test-py: $(VENV)/.installed $(ACTIONLINT) ## pytest: unit tests, real Locust runs, the Docker end-to-end tests
+test-py: $(VENV)/.installed $(ACTIONLINT) $(KUSTOMIZE) ## pytest: unit tests, real Locust runs, the Docker end-to-end tests
 	$(VENV)/bin/python -m pytest
 
 fmt: $(VENV)/.installed ## format Python and Go

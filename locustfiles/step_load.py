@@ -9,7 +9,7 @@ Locust lets a shape class found in ANY loaded locustfile take over the run, so t
 unless --step-users / LOCUST_STEP_USERS is set (the plugin drops it at init otherwise; see
 swarmbench/plugin/experiment.py). The compose stack does not load this file by default either.
 `python -m analysis report` finds the steps in the run's history and marks the knee: the load
-where p95 departs from its floor.
+where throughput per user stops growing while latency stays up (swarmbench/analysis/knee.py).
 """
 
 from __future__ import annotations

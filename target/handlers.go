@@ -9,40 +9,51 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 )
 
 const (
-	defaultLimit = 20
-	maxLimit     = 1000
-	maxBodyBytes = 64 << 10
+	defaultLimit  = 20
+	maxLimit      = 100      // a page is at most ~1.3 MB even of maximal albums
+	maxBodyBytes  = 64 << 10 // POST body; 413 beyond
+	maxFieldBytes = 1 << 10  // title and artist, in bytes of UTF-8; 400 beyond
 )
 
 // server holds everything the handlers share; there is no package state.
 type server struct {
 	store     Store
-	delay     time.Duration // ALBUMS_DELAY
-	lockWork  time.Duration // ALBUMS_LOCK_WORK, for /metrics
-	lockIters int           // spin rounds lockWork calibrated to
+	delay     time.Duration  // ALBUMS_DELAY
+	lockWork  time.Duration  // ALBUMS_LOCK_WORK, for /metrics
+	lockIters int            // spin rounds lockWork calibrated to
+	limits    limits         // ALBUMS_MAX_ALBUMS and ALBUMS_MAX_BYTES, for /metrics
+	maxConns  int            // ALBUMS_MAX_CONNS, for /metrics
+	conns     *limitListener // set by run; nil when serving without a listener (tests)
 	metrics   *metrics
 	handler   http.Handler
 }
 
 // newServer builds the store (seeded, with calibrated lock work) and routes.
 func newServer(cfg config) (*server, error) {
-	store, err := newStore(cfg.Store, cfg.Shards)
+	lim := limits{maxAlbums: cfg.MaxAlbums, maxBytes: cfg.MaxBytes}
+	store, err := newStore(cfg.Store, cfg.Shards, lim)
 	if err != nil {
 		return nil, err
 	}
-	seed(store, cfg.Seed)
+	if err := seed(store, cfg.Seed); err != nil {
+		return nil, fmt.Errorf("ALBUMS_SEED=%d: %w", cfg.Seed, err)
+	}
 	// Lock work starts after seeding: a big seed times a slow lock would
 	// otherwise delay startup for no benefit.
 	iters := calibrate(cfg.LockWork)
 	store.setWork(lockWork{iters: iters})
 
-	s := &server{store: store, delay: cfg.Delay, lockWork: cfg.LockWork, lockIters: iters}
+	s := &server{
+		store: store, delay: cfg.Delay, lockWork: cfg.LockWork, lockIters: iters,
+		limits: lim, maxConns: cfg.MaxConns,
+	}
 	routes := []struct {
 		pattern string
 		handler http.HandlerFunc
@@ -146,11 +157,25 @@ func (s *server) createAlbum(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body must be at most %d bytes", tooBig.Limit))
 		return
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The server's ReadTimeout passed mid-body: a client sending too
+		// slowly, or not at all. net/http closes the connection after this.
+		writeError(w, http.StatusRequestTimeout, "request body not received in time")
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	a = s.store.Create(a)
+	a, err = s.store.Create(a)
+	if full := new(capError); errors.As(err, &full) {
+		writeError(w, http.StatusInsufficientStorage, full.Error())
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error()) // Create returns no other error today
+		return
+	}
 	w.Header().Set("Location", fmt.Sprintf("/albums/%d", a.ID))
 	writeJSON(w, http.StatusCreated, a)
 }
@@ -178,7 +203,7 @@ func decodeAlbum(r io.Reader) (Album, error) {
 	// Decode stops after the first value; anything but whitespace after it
 	// is a malformed request, not something to ignore.
 	if _, err := dec.Token(); err != io.EOF {
-		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+		if isReadError(err) {
 			return Album{}, fmt.Errorf("reading body: %w", err)
 		}
 		return Album{}, errors.New("invalid JSON: unexpected data after the album object")
@@ -186,15 +211,22 @@ func decodeAlbum(r io.Reader) (Album, error) {
 	return in.validate()
 }
 
+// isReadError reports whether a decoder error came from reading the body
+// (too big, or too slow) rather than from its content; the caller picks the
+// status for those.
+func isReadError(err error) bool {
+	tooBig := new(http.MaxBytesError)
+	return errors.As(err, &tooBig) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
 // decodeError turns a json.Decoder error into a client-facing message.
 func decodeError(err error) error {
 	var (
 		syntaxErr *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
-		tooBig    *http.MaxBytesError
 	)
 	switch {
-	case errors.As(err, &tooBig):
+	case isReadError(err):
 		return fmt.Errorf("reading body: %w", err)
 	case errors.Is(err, io.EOF):
 		return errors.New("request body is empty: want a JSON object with title, artist and price")
@@ -242,6 +274,10 @@ func (in albumInput) validate() (Album, error) {
 		return Album{}, errors.New("title must not be empty")
 	case strings.TrimSpace(*in.Artist) == "":
 		return Album{}, errors.New("artist must not be empty")
+	case len(*in.Title) > maxFieldBytes:
+		return Album{}, fmt.Errorf("title must be at most %d bytes (UTF-8), got %d", maxFieldBytes, len(*in.Title))
+	case len(*in.Artist) > maxFieldBytes:
+		return Album{}, fmt.Errorf("artist must be at most %d bytes (UTF-8), got %d", maxFieldBytes, len(*in.Artist))
 	case math.IsNaN(*in.Price) || math.IsInf(*in.Price, 0):
 		return Album{}, errors.New("price must be a finite number")
 	case *in.Price < 0:

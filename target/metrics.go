@@ -97,13 +97,19 @@ func (w *statusWriter) observe(code int) {
 	w.m.observe(w.r.Pattern, code)
 }
 
-// gauges are the non-counter values /metrics reports.
+// gauges are the values /metrics reports besides the request counters.
 type gauges struct {
-	strategy string
-	albums   int64
-	delay    time.Duration
-	lockWork time.Duration
-	cpus     int
+	strategy     string
+	albums       int64
+	bytes        int64
+	delay        time.Duration
+	lockWork     time.Duration
+	cpus         int
+	maxAlbums    int64
+	maxBytes     int64
+	maxConns     int
+	connsOpen    int64
+	connsLimited int64 // a counter, read here with the gauges
 }
 
 // writeTo writes the Prometheus text exposition (format 0.0.4). Label values
@@ -123,9 +129,15 @@ func (m *metrics) writeTo(w io.Writer, g gauges) {
 	family(&b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", "", cpuSeconds())
 	family(&b, "albums_store_info", "gauge", "Store strategy in use (ALBUMS_STORE).", `{strategy="`+g.strategy+`"}`, 1)
 	family(&b, "albums_store_albums", "gauge", "Albums in the store.", "", float64(g.albums))
+	family(&b, "albums_store_bytes", "gauge", "Bytes the stored albums count against ALBUMS_MAX_BYTES: each album's struct plus its title and artist.", "", float64(g.bytes))
+	family(&b, "albums_connections_open", "gauge", "Client connections open now.", "", float64(g.connsOpen))
+	family(&b, "albums_connections_limited_total", "counter", "Times all ALBUMS_MAX_CONNS connections were open, so the server stopped accepting until one closed.", "", float64(g.connsLimited))
 	family(&b, "albums_config_delay_seconds", "gauge", "Fixed latency added to each album request (ALBUMS_DELAY).", "", g.delay.Seconds())
 	family(&b, "albums_config_lock_work_seconds", "gauge", "CPU work done inside the store's critical section per operation (ALBUMS_LOCK_WORK).", "", g.lockWork.Seconds())
 	family(&b, "albums_config_cpus", "gauge", "CPUs the Go scheduler uses (GOMAXPROCS).", "", float64(g.cpus))
+	family(&b, "albums_config_max_albums", "gauge", "Albums the store accepts before answering 507 (ALBUMS_MAX_ALBUMS).", "", float64(g.maxAlbums))
+	family(&b, "albums_config_max_bytes", "gauge", "Album bytes the store accepts before answering 507 (ALBUMS_MAX_BYTES).", "", float64(g.maxBytes))
+	family(&b, "albums_config_max_connections", "gauge", "Client connections open at once before new ones wait (ALBUMS_MAX_CONNS).", "", float64(g.maxConns))
 	w.Write(b.Bytes())
 }
 
@@ -147,11 +159,19 @@ func cpuSeconds() float64 {
 
 // currentGauges is split out so the metrics handler stays small.
 func (s *server) currentGauges() gauges {
-	return gauges{
-		strategy: s.store.Strategy(),
-		albums:   s.store.Count(),
-		delay:    s.delay,
-		lockWork: s.lockWork,
-		cpus:     runtime.GOMAXPROCS(0),
+	g := gauges{
+		strategy:  s.store.Strategy(),
+		albums:    s.store.Count(),
+		bytes:     s.store.Bytes(),
+		delay:     s.delay,
+		lockWork:  s.lockWork,
+		cpus:      runtime.GOMAXPROCS(0),
+		maxAlbums: s.limits.maxAlbums,
+		maxBytes:  s.limits.maxBytes,
+		maxConns:  s.maxConns,
 	}
+	if s.conns != nil {
+		g.connsOpen, g.connsLimited = s.conns.open.Load(), s.conns.limited.Load()
+	}
+	return g
 }

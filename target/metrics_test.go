@@ -73,6 +73,12 @@ func TestMetrics(t *testing.T) {
 		`albums_http_requests_total{route="unmatched",code="405"}`:        "1",
 		`albums_store_info{strategy="sharded"}`:                           "1",
 		`albums_store_albums`:                                             "4",
+		`albums_store_bytes`:                                              strconv.FormatInt(seedBytes(3)+albumSize(Album{Title: "t", Artist: "a"}), 10),
+		`albums_connections_open`:                                         "0", // no listener: served through the handler
+		`albums_connections_limited_total`:                                "0",
+		`albums_config_max_albums`:                                        "1e+06",
+		`albums_config_max_bytes`:                                         "1.34217728e+08",
+		`albums_config_max_connections`:                                   "4096",
 		`albums_config_delay_seconds`:                                     "0",
 		`albums_config_lock_work_seconds`:                                 "0",
 		`albums_config_cpus`:                                              strconv.Itoa(runtime.GOMAXPROCS(0)),
@@ -99,6 +105,8 @@ func TestMetrics(t *testing.T) {
 		"albums_http_requests_total counter", "process_cpu_seconds_total counter",
 		"albums_store_info gauge", "albums_store_albums gauge", "albums_config_delay_seconds gauge",
 		"albums_config_lock_work_seconds gauge", "albums_config_cpus gauge",
+		"albums_store_bytes gauge", "albums_connections_open gauge", "albums_connections_limited_total counter",
+		"albums_config_max_albums gauge", "albums_config_max_bytes gauge", "albums_config_max_connections gauge",
 	} {
 		if !strings.Contains(text, "# TYPE "+name+"\n") {
 			t.Errorf("GET /metrics: missing # TYPE %s", name)
@@ -112,12 +120,15 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestMetricsConfigGauges(t *testing.T) {
-	s := newTestServer(t, config{Store: "mutex", Delay: 1500000, LockWork: 2000})
+	s := newTestServer(t, config{Store: "mutex", Delay: 1500000, LockWork: 2000, MaxAlbums: 5000, MaxBytes: 64 << 20, MaxConns: 10})
 	got, _ := scrape(t, s)
 	for k, v := range map[string]string{
 		`albums_store_info{strategy="mutex"}`: "1",
 		`albums_config_delay_seconds`:         "0.0015",
 		`albums_config_lock_work_seconds`:     "2e-06",
+		`albums_config_max_albums`:            "5000",
+		`albums_config_max_bytes`:             "6.7108864e+07",
+		`albums_config_max_connections`:       "10",
 	} {
 		if got[k] != v {
 			t.Errorf("GET /metrics: got %s = %q, want %q", k, got[k], v)

@@ -16,15 +16,52 @@ type Album struct {
 	Price  float64 `json:"price"`
 }
 
+// albumSize is what an album counts against ALBUMS_MAX_BYTES: the struct
+// (id, price and two string headers, 48 bytes on 64-bit) plus the bytes of
+// its title and artist. Map and garbage-collector overhead come on top, so
+// the process's RSS is a small multiple of the stored bytes.
+func albumSize(a Album) int64 {
+	return int64(unsafe.Sizeof(a)) + int64(len(a.Title)) + int64(len(a.Artist))
+}
+
+// limits are the store's caps (ALBUMS_MAX_ALBUMS, ALBUMS_MAX_BYTES).
+type limits struct {
+	maxAlbums int64
+	maxBytes  int64
+}
+
+// capError is what Create returns when an album would take the store past
+// a cap. The store is unchanged: no id is used up and no bytes are counted.
+type capError struct {
+	knob  string // the environment variable that sets the cap
+	limit int64
+	need  int64 // the album's size, for the bytes cap
+	used  int64 // the store's size when it was refused
+}
+
+func (e *capError) Error() string {
+	if e.knob == "ALBUMS_MAX_BYTES" {
+		return fmt.Sprintf("store is full: this album (%d bytes) would take it past ALBUMS_MAX_BYTES (%d bytes, %d in use)",
+			e.need, e.limit, e.used)
+	}
+	return fmt.Sprintf("store is full: ALBUMS_MAX_ALBUMS (%d albums) reached", e.limit)
+}
+
 // Store is the shared state every request touches. The implementations differ
 // only in how they synchronize, which is what the load tests compare.
 //
 // IDs are assigned by the store, sequentially from 1, and never reused (there
 // is no delete), so the ids in use are always the dense range 1..N. List relies
 // on that to cost O(limit) instead of sorting or scanning the whole store.
+//
+// Every strategy enforces the same caps exactly, however many creates race:
+// the store never holds more than maxAlbums albums or maxBytes bytes (see
+// albumSize), and a create is refused only if it did not fit next to the
+// creates stored or in flight at that moment.
 type Store interface {
-	// Create stores a copy of a under a new id and returns it with the id set.
-	Create(a Album) Album
+	// Create stores a copy of a under a new id and returns it with the id
+	// set, or returns a *capError and leaves the store unchanged.
+	Create(a Album) (Album, error)
 	// Get returns the album with the given id.
 	Get(id int64) (Album, bool)
 	// List returns the albums with ids offset+1..offset+limit in ascending
@@ -33,6 +70,9 @@ type Store interface {
 	// Count returns how many albums are stored. It is a single atomic load,
 	// so it never contends with other operations and does no lock work.
 	Count() int64
+	// Bytes returns the bytes (see albumSize) of the albums stored or being
+	// stored: a single atomic load, like Count.
+	Bytes() int64
 	// Strategy is the ALBUMS_STORE name of the implementation.
 	Strategy() string
 
@@ -42,22 +82,25 @@ type Store interface {
 // strategies lists the valid ALBUMS_STORE values.
 var strategies = []string{"mutex", "rwmutex", "syncmap", "sharded"}
 
-// newStore returns an empty store using the named strategy. shards is only
-// used by "sharded". The store does no lock work until setWork is called, so
-// seeding a large store at startup stays fast.
-func newStore(strategy string, shards int) (Store, error) {
+// newStore returns an empty store using the named strategy and caps. shards
+// is only used by "sharded". The store does no lock work until setWork is
+// called, so seeding a large store at startup stays fast.
+func newStore(strategy string, shards int, lim limits) (Store, error) {
+	if lim.maxAlbums < 1 || lim.maxBytes < 1 {
+		return nil, fmt.Errorf("store caps must be positive, got %d albums and %d bytes", lim.maxAlbums, lim.maxBytes)
+	}
 	switch strategy {
 	case "mutex":
-		return &mutexStore{m: make(map[int64]Album)}, nil
+		return &mutexStore{core: core{lim: lim}, m: make(map[int64]Album)}, nil
 	case "rwmutex":
-		return &rwmutexStore{m: make(map[int64]Album)}, nil
+		return &rwmutexStore{core: core{lim: lim}, m: make(map[int64]Album)}, nil
 	case "syncmap":
-		return &syncMapStore{}, nil
+		return &syncMapStore{core: core{lim: lim}}, nil
 	case "sharded":
 		if shards < 1 {
 			return nil, fmt.Errorf("sharded store needs at least 1 shard, got %d", shards)
 		}
-		s := &shardedStore{shards: make([]shard, shards)}
+		s := &shardedStore{core: core{lim: lim}, shards: make([]shard, shards)}
 		for i := range s.shards {
 			s.shards[i].m = make(map[int64]Album)
 		}
@@ -74,26 +117,64 @@ var seedAlbums = []Album{
 	{Title: "Sarah Vaughan and Clifford Brown", Artist: "Sarah Vaughan", Price: 39.99},
 }
 
-// seed adds n albums to s.
-func seed(s Store, n int) {
+// seed adds n albums to s. It fails only if they do not fit the store's caps.
+func seed(s Store, n int) error {
 	for i := range n {
 		a := seedAlbums[i%len(seedAlbums)]
 		if vol := i / len(seedAlbums); vol > 0 {
 			a.Title = fmt.Sprintf("%s (Vol. %d)", a.Title, vol+1)
 		}
-		s.Create(a)
+		if _, err := s.Create(a); err != nil {
+			return fmt.Errorf("seeding album %d of %d: %w", i+1, n, err)
+		}
 	}
+	return nil
 }
 
 // core is the bookkeeping every strategy shares.
 type core struct {
-	last  atomic.Int64 // highest id handed out
+	last  atomic.Int64 // highest id handed out = albums stored or being stored
 	count atomic.Int64 // albums whose insert has completed
+	bytes atomic.Int64 // albumSize of the albums stored or being stored
+	lim   limits       // read-only after newStore
 	work  lockWork     // done once per store operation; see each strategy
 }
 
 func (c *core) Count() int64       { return c.count.Load() }
+func (c *core) Bytes() int64       { return c.bytes.Load() }
 func (c *core) setWork(w lockWork) { c.work = w }
+
+// reserve counts an album of size bytes against the caps and hands out its
+// id, or returns a *capError and changes nothing.
+//
+// Both counters are compare-and-swap loops, so neither ever goes past its cap,
+// even for an instant. Bytes come first: a bytes reservation is undone only
+// when the albums cap is reached, which is permanent (there is no delete), so
+// the store still ends up exactly at the cap that binds, as the tests check.
+// Under the mutex strategies this runs inside the lock and
+// never retries; under syncmap and sharded it replaces the atomic add that
+// handed out ids before, so it adds no lock.
+func (c *core) reserve(size int64) (int64, error) {
+	for {
+		used := c.bytes.Load()
+		if size > c.lim.maxBytes-used {
+			return 0, &capError{knob: "ALBUMS_MAX_BYTES", limit: c.lim.maxBytes, need: size, used: used}
+		}
+		if c.bytes.CompareAndSwap(used, used+size) {
+			break
+		}
+	}
+	for {
+		last := c.last.Load()
+		if last >= c.lim.maxAlbums {
+			c.bytes.Add(-size)
+			return 0, &capError{knob: "ALBUMS_MAX_ALBUMS", limit: c.lim.maxAlbums}
+		}
+		if c.last.CompareAndSwap(last, last+1) {
+			return last + 1, nil
+		}
+	}
+}
 
 // span returns the ids List(offset, limit) covers, lo..hi inclusive; lo > hi
 // means none. It clamps to the ids handed out so far and cannot overflow,
@@ -116,16 +197,20 @@ type mutexStore struct {
 
 func (s *mutexStore) Strategy() string { return "mutex" }
 
-func (s *mutexStore) Create(a Album) Album {
+func (s *mutexStore) Create(a Album) (Album, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.work.do()
 	// The id is taken under the lock, so inserts land in id order and a
 	// List never sees a gap.
-	a.ID = s.last.Add(1)
+	id, err := s.reserve(albumSize(a))
+	if err != nil {
+		return Album{}, err
+	}
+	a.ID = id
 	s.m[a.ID] = a
 	s.count.Add(1)
-	return a
+	return a, nil
 }
 
 func (s *mutexStore) Get(id int64) (Album, bool) {
@@ -153,14 +238,18 @@ type rwmutexStore struct {
 
 func (s *rwmutexStore) Strategy() string { return "rwmutex" }
 
-func (s *rwmutexStore) Create(a Album) Album {
+func (s *rwmutexStore) Create(a Album) (Album, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.work.do()
-	a.ID = s.last.Add(1) // under the lock, as in mutexStore
+	id, err := s.reserve(albumSize(a)) // under the lock, as in mutexStore
+	if err != nil {
+		return Album{}, err
+	}
+	a.ID = id
 	s.m[a.ID] = a
 	s.count.Add(1)
-	return a
+	return a, nil
 }
 
 func (s *rwmutexStore) Get(id int64) (Album, bool) {
@@ -200,14 +289,18 @@ type syncMapStore struct {
 
 func (s *syncMapStore) Strategy() string { return "syncmap" }
 
-func (s *syncMapStore) Create(a Album) Album {
+func (s *syncMapStore) Create(a Album) (Album, error) {
 	s.work.do()
 	// Taking the id and storing the album are two steps, so a concurrent
 	// List can see the id before the album; it skips it.
-	a.ID = s.last.Add(1)
+	id, err := s.reserve(albumSize(a))
+	if err != nil {
+		return Album{}, err
+	}
+	a.ID = id
 	s.m.Store(a.ID, a)
 	s.count.Add(1)
-	return a
+	return a, nil
 }
 
 func (s *syncMapStore) Get(id int64) (Album, bool) {
@@ -255,17 +348,27 @@ func (s *shardedStore) shardFor(id int64) *shard {
 	return &s.shards[id%int64(len(s.shards))]
 }
 
-func (s *shardedStore) Create(a Album) Album {
+func (s *shardedStore) Create(a Album) (Album, error) {
 	// The id is taken before the shard lock (there is no store-wide lock to
 	// take it under), so a concurrent List can see it in flight; it skips it.
-	a.ID = s.last.Add(1)
+	id, err := s.reserve(albumSize(a))
+	if err != nil {
+		// No shard to write to: do the operation's lock work under the
+		// first shard's read lock, as an empty List does.
+		sh := s.shardFor(1)
+		sh.mu.RLock()
+		s.work.do()
+		sh.mu.RUnlock()
+		return Album{}, err
+	}
+	a.ID = id
 	sh := s.shardFor(a.ID)
 	sh.mu.Lock()
 	s.work.do()
 	sh.m[a.ID] = a
 	sh.mu.Unlock()
 	s.count.Add(1)
-	return a
+	return a, nil
 }
 
 func (s *shardedStore) Get(id int64) (Album, bool) {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -72,9 +76,17 @@ func TestConcurrentCreates(t *testing.T) {
 					t.Errorf("GET /albums/%d: got %d %+v, want %d %+v", id, rec.Code, got, http.StatusOK, want)
 				}
 			}
-			list := decodeBody[listResponse](t, serve(s, "GET", "/albums?limit=1000", "", ""))
-			if len(list.Albums) != seeded+creates || list.Total != seeded+creates {
-				t.Errorf("GET /albums?limit=1000: got %d albums, total %d, want %d", len(list.Albums), list.Total, seeded+creates)
+			var listed []Album
+			for offset := 0; offset < seeded+creates; offset += maxLimit {
+				target := fmt.Sprintf("/albums?limit=%d&offset=%d", maxLimit, offset)
+				list := decodeBody[listResponse](t, serve(s, "GET", target, "", ""))
+				if list.Total != seeded+creates {
+					t.Errorf("GET %s: got total %d, want %d", target, list.Total, seeded+creates)
+				}
+				listed = append(listed, list.Albums...)
+			}
+			if len(listed) != seeded+creates {
+				t.Errorf("GET /albums, every page: got %d albums, want %d", len(listed), seeded+creates)
 			}
 		})
 	}
@@ -116,11 +128,13 @@ func readLoop(t *testing.T, s *server, r int, done <-chan struct{}) {
 func TestStoreList(t *testing.T) {
 	for _, strategy := range strategies {
 		t.Run(strategy, func(t *testing.T) {
-			st, err := newStore(strategy, 3)
+			st, err := newStore(strategy, 3, noLimits)
 			if err != nil {
 				t.Fatal(err)
 			}
-			seed(st, 10)
+			if err := seed(st, 10); err != nil {
+				t.Fatal(err)
+			}
 			tests := []struct {
 				offset          int64
 				limit           int
@@ -148,7 +162,9 @@ func TestStoreList(t *testing.T) {
 			}
 			// Simulate an insert in flight: an id handed out but not stored.
 			coreOf(st).last.Add(1)
-			st.Create(Album{Title: "t", Artist: "a"})
+			if _, err := st.Create(Album{Title: "t", Artist: "a"}); err != nil {
+				t.Fatal(err)
+			}
 			if got := st.List(10, 5); len(got) != 1 || got[0].ID != 12 {
 				t.Errorf("List(10, 5) with id 11 in flight: got %+v, want just id 12", got)
 			}
@@ -158,6 +174,9 @@ func TestStoreList(t *testing.T) {
 		})
 	}
 }
+
+// noLimits is for stores whose size the test bounds itself.
+var noLimits = limits{maxAlbums: math.MaxInt64, maxBytes: math.MaxInt64}
 
 // coreOf returns the bookkeeping shared by every strategy.
 func coreOf(st Store) *core {
@@ -180,17 +199,25 @@ func TestShardSize(t *testing.T) {
 	}
 }
 
-func TestNewStoreUnknown(t *testing.T) {
-	if _, err := newStore("btree", 1); err == nil {
+func TestNewStoreErrors(t *testing.T) {
+	if _, err := newStore("btree", 1, noLimits); err == nil {
 		t.Errorf(`newStore("btree"): got nil error, want one`)
 	}
-	if _, err := newStore("sharded", 0); err == nil {
+	if _, err := newStore("sharded", 0, noLimits); err == nil {
 		t.Errorf(`newStore("sharded", 0 shards): got nil error, want one`)
+	}
+	for _, lim := range []limits{{0, 1}, {1, 0}, {-1, 1}} {
+		if _, err := newStore("mutex", 1, lim); err == nil {
+			t.Errorf(`newStore("mutex", %+v): got nil error, want one`, lim)
+		}
 	}
 }
 
-// TestCalibrate checks only the iteration counts' signs: timing assertions
-// would flake on a shared, noisy machine.
+// TestCalibrate checks the iteration counts' signs, and that the count for d
+// really costs about d of CPU. Only a generous lower bound (a quarter of d) is
+// asserted: calibrate keeps its fastest sample, so a noisy, shared machine can
+// only make the work take longer; a quarter leaves room for the CPU clocking
+// up after calibration.
 func TestCalibrate(t *testing.T) {
 	for _, tt := range []struct {
 		d        time.Duration
@@ -203,23 +230,119 @@ func TestCalibrate(t *testing.T) {
 			t.Errorf("calibrate(%v): got %d iterations, want positive=%v (zero otherwise)", tt.d, n, tt.positive)
 		}
 	}
-	lockWork{iters: calibrate(time.Microsecond)}.do() // must simply return
+	const d = 20 * time.Millisecond
+	w := lockWork{iters: calibrate(d)}
+	for range 3 {
+		start := time.Now()
+		w.do()
+		if took := time.Since(start); took < d/4 {
+			t.Errorf("lockWork{calibrate(%v) = %d iterations}.do(): took %v, want at least %v", d, w.iters, took, d/4)
+		}
+	}
+	lockWork{}.do() // zero work must simply return
 }
 
-// TestLockWorkStore runs each strategy with lock work on, to cover those paths.
+// TestLockWorkStore checks every store operation of every strategy does its
+// lock work, including the paths that touch no album (a miss, an empty page,
+// a create refused by a cap). Each request must take at least a quarter of
+// ALBUMS_LOCK_WORK (see TestCalibrate for why a quarter; no upper bound).
 func TestLockWorkStore(t *testing.T) {
+	const work = 4 * time.Millisecond
+	body := `{"title":"t","artist":"a","price":1}`
 	for _, strategy := range strategies {
-		s := newTestServer(t, config{Store: strategy, Seed: 2, LockWork: time.Microsecond})
-		if s.lockIters <= 0 {
-			t.Errorf("%s: got %d lock-work iterations for 1µs, want > 0", strategy, s.lockIters)
-		}
-		for _, target := range []string{"/albums/1", "/albums?limit=5", "/albums?offset=10"} {
-			if rec := serve(s, "GET", target, "", ""); rec.Code != http.StatusOK {
-				t.Errorf("%s: GET %s: got status %d, want %d", strategy, target, rec.Code, http.StatusOK)
+		t.Run(strategy, func(t *testing.T) {
+			s := newTestServer(t, config{Store: strategy, Seed: 2, MaxAlbums: 3, LockWork: work})
+			if s.lockIters <= 0 {
+				t.Errorf("got %d lock-work iterations for %v, want > 0", s.lockIters, work)
 			}
-		}
-		if rec := serve(s, "POST", "/albums", jsonType, `{"title":"t","artist":"a","price":1}`); rec.Code != http.StatusCreated {
-			t.Errorf("%s: POST /albums: got status %d, want %d", strategy, rec.Code, http.StatusCreated)
+			serveAtLeast(t, s, "ALBUMS_LOCK_WORK", work, work/4, []routeCase{
+				{"GET", "/albums/1", "", http.StatusOK},
+				{"GET", "/albums/99", "", http.StatusNotFound},
+				{"GET", "/albums?limit=5", "", http.StatusOK},
+				{"GET", "/albums?offset=10", "", http.StatusOK},
+				{"POST", "/albums", body, http.StatusCreated},
+				{"POST", "/albums", body, http.StatusInsufficientStorage}, // MaxAlbums 3 reached
+			})
+		})
+	}
+}
+
+// TestStoreCapsConcurrent races many creates past each cap, for every
+// strategy: exactly as many albums as fit must be stored, with dense ids, and
+// every other create refused with a *capError naming the cap.
+func TestStoreCapsConcurrent(t *testing.T) {
+	const (
+		seeded  = 5
+		fit     = 40 // creates that fit under the cap
+		workers = 16
+		each    = 10 // creates per worker: workers*each > fit
+	)
+	a := Album{Title: "Concurrent", Artist: "Creates", Price: 1}
+	size := albumSize(a)
+	caps := []struct {
+		knob string
+		lim  limits
+	}{
+		{"ALBUMS_MAX_ALBUMS", limits{maxAlbums: seeded + fit, maxBytes: math.MaxInt64}},
+		{"ALBUMS_MAX_BYTES", limits{maxAlbums: math.MaxInt64, maxBytes: seedBytes(seeded) + fit*size}},
+		// Both caps reached by the same create: whichever is reported, the
+		// count must still be exact.
+		{"", limits{maxAlbums: seeded + fit, maxBytes: seedBytes(seeded) + fit*size}},
+	}
+	for _, strategy := range strategies {
+		for _, c := range caps {
+			t.Run(strategy+"/"+cmp.Or(c.knob, "both"), func(t *testing.T) {
+				t.Parallel()
+				st, err := newStore(strategy, 4, c.lim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := seed(st, seeded); err != nil {
+					t.Fatal(err)
+				}
+				var created, refused atomic.Int64
+				var wg sync.WaitGroup
+				start := make(chan struct{}) // so the workers' first creates collide
+				for range workers {
+					wg.Go(func() {
+						<-start
+						for range each {
+							_, err := st.Create(a)
+							var full *capError
+							switch {
+							case err == nil:
+								created.Add(1)
+							case errors.As(err, &full) && (c.knob == "" || full.knob == c.knob):
+								refused.Add(1)
+							default:
+								t.Errorf("Create past %s: got error %v, want a *capError for it", cmp.Or(c.knob, "both caps"), err)
+							}
+						}
+					})
+				}
+				close(start)
+				wg.Wait()
+				if got := created.Load(); got != fit {
+					t.Errorf("creates that succeeded: got %d, want exactly %d", got, fit)
+				}
+				if got, want := refused.Load(), int64(workers*each-fit); got != want {
+					t.Errorf("creates refused: got %d, want %d", got, want)
+				}
+				if got := st.Count(); got != seeded+fit {
+					t.Errorf("Count: got %d, want %d", got, seeded+fit)
+				}
+				if got, want := st.Bytes(), seedBytes(seeded)+fit*size; got != want {
+					t.Errorf("Bytes: got %d, want %d", got, want)
+				}
+				if got := coreOf(st).last.Load(); got != seeded+fit {
+					t.Errorf("ids handed out: got %d, want %d", got, seeded+fit)
+				}
+				for id := int64(1); id <= seeded+fit; id++ {
+					if _, ok := st.Get(id); !ok {
+						t.Errorf("Get(%d): missing; ids must stay dense under the cap", id)
+					}
+				}
+			})
 		}
 	}
 }

@@ -8,38 +8,23 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from swarmbench.runner.net import free_port
+from swarmbench.runner.net import wait_http_or_raise as wait_http
+
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILES = ROOT / "locustfiles"
 
 IN_CI = bool(os.environ.get("CI"))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+__all__ = ["free_port", "wait_http"]  # re-exported for the test modules
 
 
 @pytest.fixture(scope="session")
@@ -97,6 +82,21 @@ def docker_compose() -> None:
 
 def locust_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "locust", *args]
+
+
+def run_module(
+    module: str, *args: str | Path, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` (swarmbench, analysis) from the repo root, bounded in time. ENV, when
+    given, is the whole environment of the command."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_locust(

@@ -12,14 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, run_module
 
 from swarmbench.analysis.cli import write_atomically
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
 EXAMPLES = ROOT / "results" / "examples"
 SWEEP_RUN = next((FIXTURES / "sweep").iterdir())
@@ -32,14 +31,7 @@ def result_sets() -> list[Path]:
 
 
 def analysis(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    return run_module("analysis", *args, cwd=cwd)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:

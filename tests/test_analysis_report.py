@@ -15,7 +15,7 @@ from swarmbench.analysis.plots import figure_png
 from swarmbench.analysis.report import build_report, render_charts
 from swarmbench.analysis.scaling import analyze_scaling
 from swarmbench.analysis.summary import summarize
-from swarmbench.analysis.timeseries import binned
+from swarmbench.analysis.timeseries import run_series
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 UNITS = ("(requests/s)", "(ms)", "workers", "(s)", "speedup (×", "(count)", "users")
@@ -34,7 +34,7 @@ def figures(data) -> dict[str, Figure]:
         "speedup": plots.speedup_figure(groups[0]),
         "throughput": plots.throughput_figure(groups[0]),
         "endpoints": plots.endpoint_percentiles_figure(summary),
-        "over_time": plots.percentiles_over_time_figure(binned(runs[0].history), runs[0].label),
+        "over_time": plots.over_time_figure(run_series(runs[0]), runs[0].label),
         "latency_users": plots.latency_vs_users_figure(summary),
         "classes": plots.user_class_comparison_figure(summary),
     }
@@ -64,9 +64,28 @@ def test_speedup_chart_shows_points_ideal_and_both_fits(data):
     assert "Amdahl s = " in " ".join(t.get_text() for t in fig.axes[0].texts)
 
 
-def test_binning_caps_points_per_line(data):
-    history = data[0][0].history
-    assert binned(history, max_points=3)[lambda f: f.endpoint == "Aggregated"].shape[0] <= 3
+def test_long_runs_get_wider_windows_a_multiple_of_the_report_interval(data):
+    run = next(r for r in data[0] if r.meta.mode != "local")
+    series = run_series(run, max_points=2)
+    agg = series[series.endpoint == "Aggregated"]
+    assert (~agg.partial).sum() <= 2 + 1  # + the zero window before the first reports
+    assert series.attrs["window_s"] % series.attrs["interval_s"] == 0 and series.attrs["window_s"] > 3
+    assert (agg.rps * agg.window_s).sum() == pytest.approx(run.aggregated["requests"])
+
+
+def test_over_time_chart_draws_count_rates_and_says_its_window_and_resolution(data):
+    run = next(r for r in data[0] if r.meta.mode != "local")
+    series = run_series(run)
+    fig = plots.over_time_figure(series, run.label)
+    top, bottom = fig.axes[0], fig.axes[1]
+    assert "~10 s window" in top.get_title()
+    assert "resolution here 1 ms" in " ".join(t.get_text() for t in top.texts)
+    full = series[(series.endpoint == "Aggregated") & ~series.partial]
+    drawn = bottom.collections[0].get_segments()  # full windows: one horizontal segment each
+    assert [seg[0][1] for seg in drawn] == pytest.approx(full.rps.tolist())
+    assert [(seg[0][0], seg[1][0]) for seg in drawn] == list(
+        zip(full.t_s - full.window_s, full.t_s, strict=True)
+    )
 
 
 def test_report_is_one_self_contained_escaped_page(data):

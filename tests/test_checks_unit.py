@@ -301,7 +301,8 @@ def test_a_run_without_requests_fails_every_threshold(albums_target, tmp_path):
         "--headless", "-H", albums_target.url, "-u", "2", "-r", "2", "-t", "2s",
         "--results-dir", str(tmp_path), "--check", "p95<300;fail_ratio<0.01", "IdleUser",
     )  # fmt: skip
-    assert res.returncode == 3, res.stderr[-2000:]
+    # A run that served nothing is a failed run (exit 5), which outranks broken thresholds (3).
+    assert res.returncode == 5, res.stderr[-2000:]
     assert "swarmbench: check FAIL p95<300 (Aggregated): no requests recorded for 'Aggregated'" in res.stdout
     man = json.loads((only_run(tmp_path) / "run.json").read_text())
     assert [(c["measured"], c["passed"]) for c in man["checks"]] == [(None, False), (None, False)]

@@ -160,8 +160,9 @@ def test_make_headless_rejects_bad_settings_before_starting(results, stack_name,
     [
         ({"LOCUST_USER_CLASSES": "NoSuchUser"}, "Unknown User(s): NoSuchUser", 1),
         (
-            {"LOCUST_HOST": "http://127.0.0.1:9"},
-            "swarmbench: error: host http://127.0.0.1:9 is unreachable",
+            # A closed port of the stack's own target (loopback names are refused before the stack).
+            {"LOCUST_HOST": "http://target:9"},
+            "swarmbench: error: host http://target:9 is unreachable",
             2,
         ),
     ],

@@ -150,7 +150,7 @@ def test_real_run_with_few_users_and_long_waits_is_load_bound(albums_target, tmp
     b = manifest(only_run(tmp_path))["bottleneck"]
     assert b["verdict"] == "load-bound", b
     assert b["inputs"]["offered_rate_cap"] == pytest.approx(1.0)
-    assert "2 users with wait 'constant 2'" in b["reason"]
+    assert "AlbumsFastHttpUser (--wait-time 'constant 2', measured mean wait 2.0000 s)" in b["reason"]
 
 
 def test_real_run_against_a_slow_serialised_target_is_target_bound(albums_binary, tmp_path):

@@ -19,7 +19,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "loadtest.yml"
 
 
 def actionlint_version() -> str:
-    m = re.search(r"^ACTIONLINT_VERSION \?= (v\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    m = re.search(r"^override ACTIONLINT_VERSION := (v\S+)$", (ROOT / "Makefile").read_text(), re.M)
     assert m, "the Makefile pins ACTIONLINT_VERSION"
     return m[1]
 

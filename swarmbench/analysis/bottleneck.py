@@ -44,6 +44,7 @@ def run_bottleneck(run: Run) -> dict | None:
         "users": m.users,
         "wait_time": m.wait_time,
         "host_cpu": m.host_cpu,
+        "pacing": m.pacing,
     }
     return rules.judge_manifest(raw, rps=float(agg[C.RPS_OUT]), avg_ms=float(agg[C.AVG_MS]))
 
@@ -118,6 +119,11 @@ def explain_serial_fraction(group, verdict: str) -> str | None:
             f"{s} describes the server, not the load generators: the target was at its limit, so "
             "extra workers only queue more requests at it. Give it more CPUs (TARGET_CPUS) or a "
             "cheaper store before reading this as Locust's scalability."
+        )
+    if verdict == "target-failed":
+        return (
+            f"Do not read {s} as scalability: most requests failed at the largest worker count (the "
+            "target stopped answering), so the throughput counts failures. Fix the target and rerun."
         )
     if verdict == "generator-bound":
         return (

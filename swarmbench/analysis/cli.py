@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("-o", "--out", required=True, metavar="OUT", help="output folder (created if needed)")
     rep.add_argument("--title", default="Swarmbench report", help="page title")
+    rep.add_argument(
+        "--include-partial",
+        action="store_true",
+        help="keep degraded, interrupted and failed runs (run.json status) in the scaling fits",
+    )
     rep.set_defaults(func=cmd_report)
     summ = sub.add_parser("summary", help="print the per-run, per-endpoint table")
     summ.add_argument("paths", nargs="+", metavar="PATH")
@@ -104,20 +109,20 @@ def cmd_summary(args: argparse.Namespace, _seen: list[str]) -> int:
 
 def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        die(f"{out}: exists and is not a folder")
+    check_out(out)
     from .load import load_runs
     from .scaling import analyze_scaling, scaling_json
     from .summary import summarize
 
     runs = load_runs(args.paths)
     summary = summarize(runs)
-    groups, notes = analyze_scaling(runs)
+    groups, notes = analyze_scaling(runs, include_partial=args.include_partial)
     # matplotlib only now: a bad input fails fast, before the slowest import.
     from swarmbench.core.sweepstate import find_sweeps
 
     from .errors import warn
     from .report import build_report, render_charts
+    from .timeseries import timeseries_table
 
     charts = render_charts(runs, summary, groups)
     page = build_report(
@@ -133,6 +138,7 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     files: dict[str, bytes] = {
         "summary.csv": summary.to_csv(index=False).encode("utf-8"),
         "scaling.json": (json.dumps(scaling_json(groups, notes), indent=2, allow_nan=False) + "\n").encode(),
+        "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
         **{c.filename: c.png for c in charts},
         "report.html": page.encode("utf-8"),  # last: its presence means the rest is there
     }
@@ -143,16 +149,92 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     return 0
 
 
+REPORT_SIGNATURE = frozenset({"scaling.json", "report.html"})
+"""Files only a report folder holds together. OUT may be replaced only when it is empty or a
+previous report (these files, no subfolders), so `-o results` can never replace the runs it reports
+on, nor `-o ~/Documents` anything else. (A signature, not a list of every file: the report's set of
+files grows with the analysis.)"""
+IGNORABLE = frozenset({".DS_Store"})
+"""Files a desktop puts in any folder it shows; not the user's work."""
+
+
+def check_out(out: Path) -> None:
+    """Refuse an OUT whose replacement would lose something: a file, a run folder (its report.html
+    is Locust's own), or a folder holding anything but a previous report (e.g. `-o results`).
+    A new folder INSIDE a run folder is allowed: the swap touches OUT alone, and `make knee` keeps
+    its report in results/<run-id>/analysis/ on purpose."""
+    if out.exists() and not out.is_dir():
+        die(f"{out}: exists and is not a folder")
+    if _is_run_folder(out):
+        die(f"{out}: is a run folder; its report.html is Locust's own: choose another OUT")
+    if out.is_dir():
+        entries = sorted(p for p in out.iterdir() if p.name not in IGNORABLE)
+        if entries and not _is_report(entries):
+            names = [p.name for p in entries]
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            die(f"{out}: is not empty and not a previous report ({shown}); choose a new or empty folder")
+
+
+def _is_run_folder(folder: Path) -> bool:
+    from swarmbench.core.folder import MANIFEST
+
+    return folder.is_dir() and ((folder / MANIFEST).is_file() or any(folder.glob("*_stats.csv")))
+
+
+def _is_report(entries: list[Path]) -> bool:
+    names = {p.name for p in entries}
+    return names >= REPORT_SIGNATURE and all(p.is_file() and not p.is_symlink() for p in entries)
+
+
 def write_atomically(out: Path, files: dict[str, bytes]) -> None:
-    """Write every file into a temp folder next to OUT, then move them in. A failure before the
-    moves leaves OUT exactly as it was (a previous report intact); each move is an atomic rename."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    """Replace OUT by a folder holding exactly FILES, all or nothing.
+
+    The new folder is built beside OUT (hidden: the analysis skips dot-folders), then swapped in:
+    OUT renamed aside, the new folder renamed to OUT, the old one deleted. A failure at any step
+    leaves OUT as it was (a previous report intact) and raises an OSError naming OUT, not a temp
+    path. (Two renames, not one: POSIX has no portable atomic exchange of two folders; between them
+    OUT is briefly absent, never half old, half new.)"""
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        new = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
+    except OSError as e:
+        raise _about(out, e, "cannot create the report folder") from None
     try:
         for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        out.mkdir(exist_ok=True)
-        for name in files:
-            os.replace(tmp / name, out / name)
+            (new / name).write_bytes(data)
+        new.chmod(_folder_mode(out))
+        _swap(new, out)
+    except OSError as e:
+        raise _about(out, e, "cannot write the report") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(new, ignore_errors=True)
+
+
+def _swap(new: Path, out: Path) -> None:
+    if not out.exists():
+        os.rename(new, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old.rmdir()  # a free name for OUT to move to
+    os.rename(out, old)
+    try:
+        os.rename(new, out)
+    except OSError:
+        os.rename(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _folder_mode(out: Path) -> int:
+    """OUT's own mode when it exists, else what mkdir would give (mkdtemp makes 0700)."""
+    if out.is_dir():
+        return out.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
+def _about(out: Path, e: OSError, what: str) -> OSError:
+    """E re-aimed at OUT: the person chose OUT, never saw the temp folder's name."""
+    return OSError(e.errno, f"{what} ({e.strerror or e})", str(out))

@@ -78,6 +78,7 @@ USER_CLASS = "user_class"
 WORKERS = "workers"
 USERS = "users"
 MODE = "mode"
+STATUS = "status"  # run.json's status (complete, interrupted, degraded, failed) or "unknown"
 REPEAT = "repeat"
 METHOD = "method"
 ENDPOINT_NAME = "name"
@@ -98,6 +99,10 @@ TIMESTAMP_OUT = "timestamp"
 TOTAL_REQUESTS = "total_requests"
 TOTAL_FAILURES = "total_failures"
 ERROR = "error"
+# timeseries.csv: throughput from differences of the cumulative counts over windows (timeseries.py)
+WINDOW_S = "window_s"  # the window (t_s - window_s, t_s] a row's rates are over
+FAIL_PER_S_WINDOW = "fail_per_s"
+PARTIAL = "partial"  # True: the window holds the workers' first or last reports (start/stop)
 OCCURRENCES = "occurrences"
 
 # Column order of summary.csv.
@@ -107,6 +112,7 @@ SUMMARY_COLUMNS = [
     WORKERS,
     USERS,
     MODE,
+    STATUS,
     REPEAT,
     METHOD,
     ENDPOINT_NAME,
@@ -120,6 +126,21 @@ SUMMARY_COLUMNS = [
     P99_MS,
     AVG_MS,
     MAX_MS,
+]
+
+# Column order of timeseries.csv.
+TIMESERIES_COLUMNS = [
+    RUN_ID,
+    ENDPOINT,
+    TIME_S,
+    WINDOW_S,
+    USERS,
+    RPS_OUT,
+    FAIL_PER_S_WINDOW,
+    P50_MS,
+    P95_MS,
+    P99_MS,
+    PARTIAL,
 ]
 
 # --- the settings table (one row per run) ---

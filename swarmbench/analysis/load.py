@@ -7,6 +7,7 @@ history, a cut-off last history line) are warnings; unreadable pieces are Analys
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +35,12 @@ class Run:
     exceptions: pd.DataFrame | None = None
     has_manifest: bool = True
     warnings: list[str] = field(default_factory=list)
+    path_id: str | None = None  # set by load_runs when another folder has the same run id
 
     @property
     def run_id(self) -> str:
-        return self.meta.run_id or self.folder.name
+        """The run's id; its folder path (relative) when two loaded folders share the id."""
+        return self.path_id or self.meta.run_id or self.folder.name
 
     @property
     def user_class(self) -> str | None:
@@ -170,9 +173,30 @@ def _check_workers(run: Run) -> None:
 def load_runs(paths: Iterable[str | Path], history: bool = True) -> list[Run]:
     """Every run under `paths`, ordered by start time (then run id)."""
     runs = [load_run(folder, history=history) for folder in discover_runs(paths)]
-    seen: dict[str, Path] = {}
-    for run in runs:
-        if run.run_id in seen:
-            run.warnings.append(warn(run.folder, f"same run_id as {seen[run.run_id]}; both are used"))
-        seen.setdefault(run.run_id, run.folder)
+    _tell_apart(runs)
     return sorted(runs, key=lambda r: (r.meta.started_at or "", r.run_id))
+
+
+def _tell_apart(runs: list[Run]) -> None:
+    """Runs that share a run id (two sweeps copied under one folder: ids like r1-w1-... repeat) are
+    named by their folder path below the folders' common parent instead, so every table, chart and
+    fit keys them apart. Paths are distinct: discover_runs lists each folder once. One warning."""
+    by_id: dict[str, list[Run]] = {}
+    for run in runs:
+        by_id.setdefault(run.run_id, []).append(run)
+    shared = [same for same in by_id.values() if len(same) > 1]
+    where: Path | None = None
+    for same in shared:
+        folders = [r.folder.resolve() for r in same]
+        common = Path(os.path.commonpath(folders))
+        where = where or common
+        for run, folder in zip(same, folders, strict=True):
+            rel = folder.relative_to(common).as_posix()
+            run.path_id = folder.as_posix() if rel == "." else rel
+    if where:
+        example = " and ".join(str(r.path_id) for r in shared[0])
+        warn(
+            where,
+            f"{len(shared)} run id(s) appear in more than one folder (two sweeps under one path?); "
+            f"those runs are named by their paths, e.g. {example}",
+        )

@@ -22,7 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from swarmbench.core.errors import read_text
+
 from . import columns as C
+from . import validate
 from .errors import AnalysisError, warn
 
 STATS_REQUIRED = [C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS]
@@ -77,14 +80,7 @@ def endpoint_label(method: str, name: str) -> str:
 def _read_rows(
     path: Path, required: Sequence[str], what: str, legacy: bool = True
 ) -> tuple[list[str], list[list[str]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise AnalysisError(path, f"not a Locust {what}: not UTF-8 text") from None
-    except OSError as e:
-        raise AnalysisError(path, f"cannot read ({e.strerror or e})") from None
-    if not text.strip():
-        raise AnalysisError(path, "empty file")
+    text = read_text(path, what)
     try:
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as e:
@@ -108,7 +104,7 @@ def _numbers(frame: pd.DataFrame, cols: Sequence[str], path: Path, na_ok: bool) 
         bad = values.isna() & text.ne("N/A") if na_ok else values.isna()
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise AnalysisError(path, f"row {row + 2}, column '{col}': {text.iloc[row]!r} is not a number")
+            raise AnalysisError(path, f"row {row + 2}: column '{col}': {text.iloc[row]!r} is not a number")
         frame[col] = values
     return frame
 
@@ -130,6 +126,10 @@ def read_stats(path: Path) -> pd.DataFrame:
         raw[col] = "N/A"
     raw = _numbers(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS], path, na_ok=False)
     raw = _numbers(raw, [C.AVG_RT, C.MAX_RT, C.FAILURES_PER_S, *PERCENTILES], path, na_ok=True)
+    validate.counts(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT], path)
+    validate.nonnegative(raw, [C.RPS, C.FAILURES_PER_S], path, "a rate")
+    validate.nonnegative(raw, [C.AVG_RT, C.MAX_RT, *PERCENTILES], path, "a response time")
+    validate.not_more(raw, C.FAILURE_COUNT, C.REQUEST_COUNT, path)
     method = raw[C.TYPE].fillna("").replace("None", "")
     out = pd.DataFrame(
         {
@@ -152,6 +152,7 @@ def read_failures(path: Path) -> pd.DataFrame:
     header, body = _read_rows(path, FAILURES_REQUIRED, "failures CSV (*_failures.csv)", legacy=False)
     raw = pd.DataFrame(body, columns=header, dtype=str)
     raw = _numbers(raw, [C.FAIL_OCCURRENCES], path, na_ok=False)
+    validate.counts(raw, [C.FAIL_OCCURRENCES], path)
     method = raw[C.FAIL_METHOD] if C.FAIL_METHOD in raw else pd.Series([""] * len(raw), dtype=str)
     return pd.DataFrame(
         {
@@ -168,6 +169,7 @@ def read_exceptions(path: Path) -> pd.DataFrame:
     header, body = _read_rows(path, EXCEPTIONS_REQUIRED, "exceptions CSV (*_exceptions.csv)")
     raw = pd.DataFrame(body, columns=header, dtype=str)
     raw = _numbers(raw, [C.EXC_COUNT], path, na_ok=False)
+    validate.counts(raw, [C.EXC_COUNT], path)
     return pd.DataFrame({"count": raw[C.EXC_COUNT].astype("int64"), "message": raw[C.EXC_MESSAGE]})
 
 
@@ -193,16 +195,7 @@ _HISTORY_DTYPES = {
 
 
 def _history_header(path: Path) -> list[str]:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            first = f.readline()
-    except UnicodeDecodeError:
-        raise AnalysisError(path, "not a Locust history CSV: not UTF-8 text") from None
-    except OSError as e:
-        raise AnalysisError(path, f"cannot read ({e.strerror or e})") from None
-    if not first.strip():
-        raise AnalysisError(path, "empty file")
-    return next(csv.reader([first]))
+    return next(csv.reader([read_text(path, "history CSV", first_line=True)]))
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -262,7 +255,16 @@ def read_history(path: Path) -> pd.DataFrame:
         problem = _first_bad_line(path, wanted, header) if isinstance(e, ValueError) else str(e).strip()
         raise AnalysisError(path, f"not a Locust history CSV: {problem}") from None
     frame = _drop_cut_off_tail(frame, path)
+    _validate_history(frame, path)
     return _tidy_history(frame, path)
+
+
+def _validate_history(frame: pd.DataFrame, path: Path) -> None:
+    validate.counts(frame, [C.USER_COUNT, C.TOTAL_REQUEST_COUNT, C.TOTAL_FAILURE_COUNT], path)
+    validate.nonnegative(frame, [C.TIMESTAMP], path, "a Unix time")
+    validate.nonnegative(frame, [C.CURRENT_RPS, C.CURRENT_FAILURES_PER_S], path, "a rate")
+    validate.nonnegative(frame, [C.P50, C.P95, C.P99, C.P100], path, "a response time")
+    validate.not_more(frame, C.TOTAL_FAILURE_COUNT, C.TOTAL_REQUEST_COUNT, path)
 
 
 def _drop_cut_off_tail(frame: pd.DataFrame, path: Path) -> pd.DataFrame:

@@ -15,11 +15,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from . import columns as C
+from .plots_time import PCT_STYLE
+from .plots_time import figure as _figure
+from .plots_time import knee_figure as knee_figure  # charts over time / per step live there
+from .plots_time import message as _message
+from .plots_time import over_time_figure as over_time_figure
 from .scaling import ScalingGroup
 
-WIDE = (9.0, 4.8)
-PCT_STYLE = {C.P50_MS: ("p50", "#1f77b4"), C.P95_MS: ("p95", "#ff7f0e"), C.P99_MS: ("p99", "#d62728")}
-_ENDPOINT_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#aec7e8", "#98df8a"]
 AMDAHL_COLOR, USL_COLOR, IDEAL_COLOR = "#2ca02c", "#9467bd", "#7f7f7f"
 
 
@@ -28,17 +30,6 @@ def figure_png(fig: Figure, dpi: int = 100) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
-
-
-def _figure(size: tuple[float, float] = WIDE) -> Figure:
-    return Figure(figsize=size, dpi=100, layout="constrained")
-
-
-def _message(fig: Figure, text: str) -> Figure:
-    ax = fig.add_subplot()
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
-    ax.set_axis_off()
-    return fig
 
 
 def run_labels(frame: pd.DataFrame) -> pd.Series:
@@ -178,37 +169,6 @@ def endpoint_percentiles_figure(summary: pd.DataFrame) -> Figure:
     return fig
 
 
-def percentiles_over_time_figure(series: pd.DataFrame, title: str) -> Figure:
-    """From timeseries.binned(): Aggregated p50/p95/p99 (+ p95 per endpoint), then throughput/users."""
-    fig = _figure((9.0, 5.6))
-    if series.empty:
-        return _message(fig, "no history rows")
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-    agg = series[series[C.ENDPOINT] == C.AGGREGATED]
-    for col, (name, color) in PCT_STYLE.items():
-        top.plot(agg[C.TIME_S], agg[col], color=color, lw=1.6, label=f"{name} (all endpoints)")
-    per_endpoint = series[series[C.ENDPOINT] != C.AGGREGATED].groupby(C.ENDPOINT, observed=True)
-    for (endpoint, rows), color in zip(per_endpoint, _ENDPOINT_COLORS * 8, strict=False):
-        top.plot(rows[C.TIME_S], rows[C.P95_MS], lw=0.9, color=color, ls="--", label=f"p95 {endpoint}")
-    window = "~10 s window" if series.attrs.get("window") == "10s" else "cumulative since start"
-    bin_s = series.attrs.get("bin_s", 1.0)
-    binned = f", means of {bin_s:g} s bins" if bin_s > 1 else ""
-    top.set_ylabel("response time (ms)")
-    top.set_ylim(bottom=0)
-    top.set_title(f"{title}: percentiles over time ({window}{binned})", fontsize=10)
-    top.legend(fontsize=7, ncol=2)
-    top.grid(alpha=0.3)
-    bottom.plot(agg[C.TIME_S], agg[C.RPS_OUT], color="black", lw=1.2, label="throughput")
-    bottom.set_ylabel("throughput (requests/s)")
-    bottom.set_ylim(bottom=0)
-    bottom.set_xlabel("time since start (s)")
-    bottom.grid(alpha=0.3)
-    users = bottom.twinx()
-    users.plot(agg[C.TIME_S], agg[C.USERS], color="#17becf", lw=1.0, label="users")
-    users.set_ylabel("users (count)", color="#17becf")
-    return fig
-
-
 def latency_vs_users_figure(summary: pd.DataFrame) -> Figure:
     """Whole-run Aggregated percentiles against the configured user count, one marker per class."""
     agg = summary[(summary[C.ENDPOINT_NAME] == C.AGGREGATED) & summary[C.USERS].notna()]
@@ -272,33 +232,7 @@ def user_class_comparison_figure(summary: pd.DataFrame) -> Figure:
     return fig
 
 
-# --- knee and store strategies ----------------------------------------------------------------------
-
-
-def knee_figure(knee, title: str) -> Figure:
-    """Latency vs throughput per step of a step-load run, the knee marked (analysis.knee.Knee)."""
-    fig = _figure()
-    ax = fig.add_subplot()
-    t = knee.steps
-    ax.plot(t[C.RPS_OUT], t[C.P95_MS], marker="o", color=PCT_STYLE[C.P95_MS][1], label="p95")
-    ax.plot(t[C.RPS_OUT], t[C.P50_MS], marker=".", ls=":", color=PCT_STYLE[C.P50_MS][1], label="p50")
-    for _, row in t.iterrows():
-        ax.annotate(
-            f"{int(row[C.USERS])}u", (row[C.RPS_OUT], row[C.P95_MS]), fontsize=7, xytext=(3, 4),
-            textcoords="offset points",
-        )  # fmt: skip
-    if knee.floor_ms is not None:
-        ax.axhline(knee.floor_ms, color="0.6", ls="--", lw=0.8, label=f"p95 floor {knee.floor_ms:.0f} ms")
-    if knee.index is not None:
-        ax.axvline(knee.rps, color="#d62728", lw=1.2, label=f"knee: {knee.users} users, {knee.rps:.0f} req/s")
-        ax.scatter([knee.rps], [t[C.P95_MS].iloc[knee.index]], s=120, facecolors="none", edgecolors="#d62728")
-    ax.set_xlabel("throughput (requests/s, per step)")
-    ax.set_ylabel("response time (ms)")
-    ax.set_ylim(bottom=0)
-    ax.set_title(f"Latency vs throughput — {title}", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
+# --- store strategies --------------------------------------------------------------------------
 
 
 def stores_figure(table: pd.DataFrame) -> Figure:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
@@ -20,131 +19,14 @@ from swarmbench.core.sweepstate import SweepState as Sweep
 from swarmbench.core.verdict import legend as verdict_legend
 
 from . import columns as C
-from . import plots
+from . import health
 from .bottleneck import run_bottleneck
-from .knee import knee as find_knee
+from .charts import Chart, render_charts
 from .load import Run
-from .plots import figure_png
 from .scaling import ScalingGroup
 from .summary import failures_table, settings_table
-from .timeseries import binned
 
-
-@dataclass(frozen=True)
-class Chart:
-    filename: str  # the PNG's name in the output folder
-    title: str
-    caption: str
-    png: bytes
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._+-" else "-" for ch in name)
-
-
-def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[ScalingGroup]) -> list[Chart]:
-    """Every chart of the report, rendered once (the same bytes go to the PNG file and the page)."""
-    charts: list[Chart] = []
-    for g in groups:
-        if len(g.points) < 2:
-            continue
-        charts.append(
-            Chart(
-                f"speedup_{g.slug}.png",
-                f"Speedup — {g.key.label()}",
-                "Dots: runs; circles with bars: mean and min–max of repeats, divided by the fitted "
-                "one-worker throughput γ. Dotted: ideal linear speedup.",
-                figure_png(plots.speedup_figure(g)),
-            )
-        )
-        charts.append(
-            Chart(
-                f"throughput_{g.slug}.png",
-                f"Throughput vs workers — {g.key.label()}",
-                "Locust's Aggregated requests/s per run, with the fitted Amdahl and USL curves.",
-                figure_png(plots.throughput_figure(g)),
-            )
-        )
-    if summary[C.USER_CLASS].dropna().nunique() >= 2:
-        charts.append(
-            Chart(
-                "user_classes.png",
-                "User classes side by side",
-                "Same scenario under each Locust client: throughput and latency per worker count.",
-                figure_png(plots.user_class_comparison_figure(summary)),
-            )
-        )
-    stores = stores_table(runs)
-    if stores is not None:
-        charts.append(
-            Chart(
-                "stores.png",
-                "Target store strategies",
-                "Same scenario against each ALBUMS_STORE strategy, per request mix: bars are means of "
-                "repeats, ticks min–max.",
-                figure_png(plots.stores_figure(stores)),
-            )
-        )
-    for run in runs:
-        k = find_knee(run)
-        if k is not None:
-            charts.append(
-                Chart(
-                    f"knee_{_safe(run.run_id)}.png",
-                    f"Knee — {run.run_id}",
-                    k.sentence() + " One point per step (second half of the step).",
-                    figure_png(plots.knee_figure(k, run.label)),
-                )
-            )
-    charts.append(
-        Chart(
-            "endpoint_percentiles.png",
-            "Response-time percentiles per endpoint",
-            "Locust's cumulative percentiles over each whole run (from *_stats.csv).",
-            figure_png(plots.endpoint_percentiles_figure(summary)),
-        )
-    )
-    if summary[C.USERS].notna().any():
-        charts.append(
-            Chart(
-                "latency_vs_users.png",
-                "Latency vs users",
-                "Aggregated whole-run percentiles against the configured number of users.",
-                figure_png(plots.latency_vs_users_figure(summary)),
-            )
-        )
-    for run in runs:
-        if run.history is None or run.history.empty:
-            continue
-        series = binned(run.history)
-        charts.append(
-            Chart(
-                f"over_time_{_safe(run.run_id)}.png",
-                f"Over time — {run.run_id}",
-                "From *_stats_history.csv. With --csv-full-history Locust's percentiles there are over "
-                "a ~10 s sliding window; empty windows are gaps, not 0 ms.",
-                figure_png(plots.percentiles_over_time_figure(series, run.label)),
-            )
-        )
-    return charts
-
-
-def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
-    """One row per run (store, mix, rps, p95) when the runs cover two or more store strategies."""
-    rows = [
-        {
-            C.STORE: r.meta.store,
-            "mix": r.meta.albums_mix or "default",
-            C.RPS_OUT: float(r.aggregated[C.RPS_OUT]),
-            C.P95_MS: float(r.aggregated[C.P95_MS]),
-        }
-        for r in runs
-        if r.meta.store
-    ]
-    table = pd.DataFrame(rows)
-    if table.empty or table[C.STORE].nunique() < 2:
-        return None
-    return table
+__all__ = ["Chart", "build_report", "render_charts"]
 
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:
@@ -297,6 +179,57 @@ _SETTINGS_COLS = [
 ]
 
 
+def _settings_html(runs: Sequence[Run]) -> list[str]:
+    """What was run: the settings every run shares, then what varies per run."""
+    out: list[str] = []
+    out.append("<h2>What was run</h2>")
+    settings = settings_table(runs)
+    cols = [c for c in _SETTINGS_COLS if c in settings]
+    # Settings every run shares go in one small table; the per-run table keeps what varies.
+    common = [c for c in cols if c != C.RUN_ID and len(runs) > 1 and _same_everywhere(settings[c])]
+    if common:
+        shared = pd.DataFrame({"setting": common, "value": [_fmt(settings[c].iloc[0]) for c in common]})
+        out.append("<p>Common to every run:</p>" + _table(shared))
+    varying = [c for c in cols if c not in common]
+    out.append(_table(settings[varying], {C.TARGET_CPU_UTIL: _pct}))
+    out.append(
+        '<p class="muted">workers = load generators (1 for a local run). worker_cpu_mean_pct: mean CPU '
+        "of the load generators; target_cpu_util: the target's CPU seconds / (duration × its CPUs).</p>"
+    )
+    return out
+
+
+def _charts_html(charts: Sequence[Chart]) -> list[str]:
+    """Every chart but Run health's (shown in its own section), embedded as base64 PNG."""
+    out: list[str] = []
+    out.append("<h2>Charts</h2>")
+    for chart in (c for c in charts if not health.is_health_chart(c.filename)):
+        data = base64.b64encode(chart.png).decode("ascii")
+        out.append(
+            f'<figure><h3>{escape(chart.title)}</h3><img alt="{escape(chart.title)}" '
+            f'src="data:image/png;base64,{data}"><figcaption class="muted">{escape(chart.caption)}'
+            "</figcaption>" + ("" if chart.table is None else _table(chart.table)) + "</figure>"
+        )
+    return out
+
+
+def _tables_html(runs: Sequence[Run], summary: pd.DataFrame) -> list[str]:
+    """The per-endpoint summary and the most frequent failures."""
+    out: list[str] = []
+    out.append("<h2>Per-endpoint summary</h2>")
+    shown = summary.drop(columns=[C.METHOD, C.ENDPOINT_NAME])
+    out.append(_table(shown, {C.FAIL_RATIO: _pct}))
+    failures = failures_table(runs)
+    out.append("<h2>Failures</h2>")
+    if failures.empty:
+        out.append("<p>No failures recorded.</p>")
+    else:
+        out.append(_table(failures.head(50)))
+        if len(failures) > 50:
+            out.append(f'<p class="muted">… and {len(failures) - 50} more rows.</p>')
+    return out
+
+
 def build_report(
     runs: Sequence[Run],
     summary: pd.DataFrame,
@@ -320,20 +253,9 @@ def build_report(
         items = "".join(f"<li>{escape(w)}</li>" for w in warnings)
         out.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
 
-    out.append("<h2>What was run</h2>")
-    settings = settings_table(runs)
-    cols = [c for c in _SETTINGS_COLS if c in settings]
-    # Settings every run shares go in one small table; the per-run table keeps what varies.
-    common = [c for c in cols if c != C.RUN_ID and len(runs) > 1 and _same_everywhere(settings[c])]
-    if common:
-        shared = pd.DataFrame({"setting": common, "value": [_fmt(settings[c].iloc[0]) for c in common]})
-        out.append("<p>Common to every run:</p>" + _table(shared))
-    varying = [c for c in cols if c not in common]
-    out.append(_table(settings[varying], {C.TARGET_CPU_UTIL: _pct}))
-    out.append(
-        '<p class="muted">workers = load generators (1 for a local run). worker_cpu_mean_pct: mean CPU '
-        "of the load generators; target_cpu_util: the target's CPU seconds / (duration × its CPUs).</p>"
-    )
+    out.extend(_settings_html(runs))
+
+    out.extend(health.section_html(runs, groups, charts, _table))
 
     if sweeps:
         out.append("<h2>Sweep</h2>")
@@ -353,25 +275,8 @@ def build_report(
     out.append("<h2>What limited each run</h2>")
     out.append(_bottleneck_html(runs))
 
-    out.append("<h2>Charts</h2>")
-    for chart in charts:
-        data = base64.b64encode(chart.png).decode("ascii")
-        out.append(
-            f'<figure><h3>{escape(chart.title)}</h3><img alt="{escape(chart.title)}" '
-            f'src="data:image/png;base64,{data}"><figcaption class="muted">{escape(chart.caption)}'
-            "</figcaption></figure>"
-        )
+    out.extend(_charts_html(charts))
 
-    out.append("<h2>Per-endpoint summary</h2>")
-    shown = summary.drop(columns=[C.METHOD, C.ENDPOINT_NAME])
-    out.append(_table(shown, {C.FAIL_RATIO: _pct}))
-    failures = failures_table(runs)
-    out.append("<h2>Failures</h2>")
-    if failures.empty:
-        out.append("<p>No failures recorded.</p>")
-    else:
-        out.append(_table(failures.head(50)))
-        if len(failures) > 50:
-            out.append(f'<p class="muted">… and {len(failures) - 50} more rows.</p>')
+    out.extend(_tables_html(runs, summary))
     out.append("</body></html>")
     return "\n".join(out)

@@ -19,7 +19,14 @@ from .bottleneck import explain_serial_fraction, group_bottleneck, rules
 from .errors import warn
 from .fit import AMDAHL_MIN_DISTINCT_N, USL_MIN_DISTINCT_N, AmdahlFit, FitError, USLFit, fit_amdahl, fit_usl
 from .load import Run
-from .summary import target_cpu_util
+from .summary import OWN_WAIT, pacing_key, target_cpu_util
+
+
+def partial_runs(runs: Sequence[Run]) -> list[Run]:
+    """The runs a scaling fit leaves out by default: status degraded, interrupted or failed (a lost
+    worker's users are never replaced, an interrupted run is short, a failed one served nothing).
+    A run.json without `status` (an older harness) is kept, as it always was."""
+    return [r for r in runs if r.meta.partial]
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class GroupKey:
         elif self.users is not None:
             parts.append(f"{self.users} users")
         if self.wait_time:
-            parts.append(f"wait {self.wait_time}")
+            parts.append(self.wait_time if self.wait_time == OWN_WAIT else f"wait {self.wait_time}")
         if self.run_time is not None:
             parts.append(f"{self.run_time:g} s")
         if self.store:
@@ -131,7 +138,7 @@ def group_key(run: Run) -> GroupKey:
         user_classes=m.user_classes,
         users=None if weak else m.users,
         users_per_worker=per_worker,
-        wait_time=m.wait_time,
+        wait_time=pacing_key(run),
         run_time=m.run_time,
         host=m.host,
         store=m.store,
@@ -141,10 +148,23 @@ def group_key(run: Run) -> GroupKey:
     )
 
 
-def group_runs(runs: Sequence[Run]) -> tuple[list[ScalingGroup], list[str]]:
-    """Groups (unfitted) and the warnings about runs that cannot join any group."""
+def group_runs(runs: Sequence[Run], include_partial: bool = False) -> tuple[list[ScalingGroup], list[str]]:
+    """Groups (unfitted) and the warnings about runs that cannot join any group. Runs whose status
+    says they did not run as asked (degraded, interrupted, failed) are left out, with one warning
+    naming them, unless INCLUDE_PARTIAL."""
     notes: list[str] = []
     groups: dict[GroupKey, ScalingGroup] = {}
+    partial = partial_runs(runs)
+    if partial and not include_partial:
+        names = ", ".join(f"{r.run_id} ({r.meta.status})" for r in partial)
+        notes.append(
+            warn(
+                "scaling",
+                f"{len(partial)} run(s) left out of scaling fits because they did not run as asked: {names}; "
+                "--include-partial keeps them",
+            )
+        )
+        runs = [r for r in runs if r not in partial]
     for run in runs:
         if not run.has_manifest:
             continue  # load already warned: no run.json, left out of scaling
@@ -195,9 +215,12 @@ def fit_group(group: ScalingGroup) -> ScalingGroup:
     return group
 
 
-def analyze_scaling(runs: Sequence[Run]) -> tuple[list[ScalingGroup], list[str]]:
-    """Group, then fit every group. Returns the groups and the run-level warnings."""
-    groups, notes = group_runs(runs)
+def analyze_scaling(
+    runs: Sequence[Run], include_partial: bool = False
+) -> tuple[list[ScalingGroup], list[str]]:
+    """Group, then fit every group. Returns the groups and the run-level warnings. Degraded,
+    interrupted and failed runs are left out unless INCLUDE_PARTIAL (see group_runs)."""
+    groups, notes = group_runs(runs, include_partial)
     return [fit_group(g) for g in groups], notes
 
 

@@ -17,6 +17,32 @@ from swarmbench.core import verdict as rules
 from . import columns as C
 from .load import Run
 
+STATUS_UNKNOWN = "unknown"
+"""summary.csv's status for a run whose run.json has none (written before the harness recorded
+interruptions and lost workers) or that has no run.json: nothing says it was complete, nor that it
+was not (such runs stay in scaling fits, as before; analysis/health.py)."""
+
+
+OWN_WAIT = "the locustfile's own wait_time"
+"""A group's pacing when every user class paced itself (run.json `pacing`: no wait went through the
+--wait-time option): the option recorded in run.json is then not what the users did, so it neither
+labels nor splits the group."""
+
+
+def pacing_key(run: Run) -> str | None:
+    """The --wait-time option, or OWN_WAIT when no user class used it (measured pacing)."""
+    pacing = run.meta.pacing
+    if pacing and all(
+        isinstance(p, dict) and p.get("wait_time_option_used") is False for p in pacing.values()
+    ):
+        return OWN_WAIT
+    return run.meta.wait_time
+
+
+def run_status(run: Run) -> str:
+    """run.json's status, or STATUS_UNKNOWN."""
+    return run.meta.status or STATUS_UNKNOWN
+
 
 def summarize(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per (run, endpoint), the Aggregated row included, in columns.SUMMARY_COLUMNS order."""
@@ -42,6 +68,7 @@ def _run_rows(run: Run) -> pd.DataFrame:
             C.WORKERS: run.workers,
             C.USERS: run.users,
             C.MODE: run.meta.mode,
+            C.STATUS: run_status(run),
             C.REPEAT: run.meta.repeat,
             C.METHOD: s[C.METHOD],
             C.ENDPOINT_NAME: s[C.ENDPOINT_NAME],
@@ -84,7 +111,7 @@ def settings_table(runs: Sequence[Run]) -> pd.DataFrame:
                 C.USERS: m.users,
                 C.SPAWN_RATE: m.spawn_rate,
                 C.RUN_TIME_S: m.run_time,
-                C.WAIT_TIME: m.wait_time,
+                C.WAIT_TIME: pacing_key(run),
                 C.HOST: m.host,
                 C.STORE: m.store,
                 C.LOCUST_VERSION: m.locust_version,

@@ -35,3 +35,21 @@ def die(message: str, prog: str = PROG, code: int = CONFIG_ERROR) -> NoReturn:
     sys.stderr.write(f"{prog}: error: {message}\n")
     sys.stderr.flush()
     raise SystemExit(code)
+
+
+def read_text(path: Path, kind: str | None = None, first_line: bool = False) -> str:
+    """PATH's UTF-8 text (only its first line with FIRST_LINE: a history CSV can be huge).
+
+    InputError naming the file when it cannot be read, is not UTF-8 (`not a Locust KIND: ...`) or
+    is empty: the one way every reader of a run folder's files says so.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.readline() if first_line else f.read()
+    except UnicodeDecodeError:
+        raise InputError(path, f"not a Locust {kind}: not UTF-8 text" if kind else "not UTF-8 text") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read ({e.strerror or e})") from None
+    if not text.strip():
+        raise InputError(path, "empty file")
+    return text

@@ -2,6 +2,12 @@
 
 Locust's own codes come first (0 and 1 are Locust's, 2 is argparse's); Swarmbench adds its own
 above them so CI can tell "the system under test is too slow" from "the run itself went wrong".
+
+When several apply, the first of these wins (`for_run`): interrupted (130/143) > failed (5) >
+degraded (4, unless --allow-degraded) > thresholds (3) > Locust's own (1 when requests failed).
+A stopped run says so first (CI should not report a verdict on a run someone cancelled); a run that
+served nothing says so before anything about its numbers; a run whose load generators or target
+went away is not a measurement to judge thresholds on.
 """
 
 from __future__ import annotations
@@ -20,8 +26,19 @@ CONFIG_ERROR = 2
 THRESHOLDS_BROKEN = 3
 """A threshold (--check/LOCUST_CHECKS) was broken. Replaces REQUESTS_FAILED when both apply."""
 
+DEGRADED = 4
+"""run.json status `degraded`: a load generator went missing or quit early, or the target stopped
+answering for part of the run. --allow-degraded/LOCUST_ALLOW_DEGRADED turns this off (the next code
+down applies)."""
+
+RUN_FAILED = 5
+"""run.json status `failed`: nothing or almost nothing was served (plugin/health.py's rule)."""
+
 INTERRUPTED_SIGINT = 128 + signal.SIGINT
 """130: stopped by Ctrl-C (the shell's convention for a process ended by SIGINT)."""
+
+INTERRUPTED_SIGTERM = 128 + signal.SIGTERM
+"""143: stopped by SIGTERM (`docker compose stop`, `kill`, a CI job's timeout)."""
 
 MEASURED = (OK, REQUESTS_FAILED, THRESHOLDS_BROKEN)
 """Codes of a run that still made a measurement (a sweep point with one of these is done)."""
@@ -31,6 +48,26 @@ TABLE = {
     REQUESTS_FAILED: "some requests failed",
     CONFIG_ERROR: "bad configuration (nothing ran)",
     THRESHOLDS_BROKEN: "a threshold was broken",
+    DEGRADED: "degraded run: a load generator or the target went away for part of it",
+    RUN_FAILED: "failed run: nothing or almost nothing was served",
     INTERRUPTED_SIGINT: "interrupted (Ctrl-C)",
+    INTERRUPTED_SIGTERM: "interrupted (SIGTERM)",
 }
 """Code -> meaning, as the README's exit-code table lists them."""
+
+
+def interrupted(signum: int) -> int:
+    """130 for SIGINT, 143 for SIGTERM (128 + the signal's number, as shells report it)."""
+    return 128 + int(signum)
+
+
+def for_run(status: str, signum: int | None, allow_degraded: bool, base: int) -> int:
+    """The exit code of a run with run.json STATUS; BASE is what Locust and the thresholds decided
+    (0, 1, 3, ...). SIGNUM is the signal that interrupted it, if any."""
+    if status == "interrupted" and signum:
+        return interrupted(signum)
+    if status == "failed":
+        return RUN_FAILED
+    if status == "degraded" and not allow_degraded:
+        return DEGRADED
+    return base

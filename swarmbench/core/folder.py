@@ -25,6 +25,12 @@ MANIFEST = "run.json"
 """Swarmbench's record of how the run was made (see manifest.py)."""
 JUNIT_XML = "junit.xml"
 """Thresholds as JUnit XML, for CI test reporters."""
+LATENCY_HDR_CSV = f"{CSV_PREFIX}_latency_hdr.csv"
+"""Open model (--arrival-rate): exact percentiles per request name, service and intended-start."""
+LATENCY_HDR_JSON = f"{CSV_PREFIX}_latency_hdr.json"
+"""The same HDR histograms, encoded, so an analysis can merge runs exactly."""
+ARRIVAL_CSV = f"{CSV_PREFIX}_arrival.csv"
+"""Open model: iterations scheduled, started and dropped in each second of the schedule."""
 RUN_FILES = (STATS_CSV, HISTORY_CSV, FAILURES_CSV, EXCEPTIONS_CSV, REPORT_HTML, MANIFEST)
 """What every saved run folder holds (junit.xml only when thresholds were set)."""
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,6 +31,25 @@ DEFAULT_WORKERS_WAIT_S = 60
 worker that cannot start must fail the run, not hang it. Long enough for cold image starts."""
 
 ROLES = ("master", "worker", "standalone")
+
+HOST_POLL_S = 1.0
+"""How often a master waiting for its host (SWARMBENCH_HOST_WAIT) tries again."""
+
+
+def wait_for_host(host: str, seconds: int) -> bool:
+    """Swarm has no depends_on: a master may start before the target is up. Try HOST for up to
+    SECONDS (any HTTP answer counts); the plugin's pre-flight then gives the real error if not."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(host, timeout=HOST_POLL_S * 3):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except (OSError, ValueError):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(HOST_POLL_S)
 
 
 def locustfiles(user_files: str | None) -> str:
@@ -119,6 +141,9 @@ def main(argv: list[str] | None = None) -> None:
     headless = "--headless" in rest
     rest = [a for a in rest if a != "--headless"]
     launch = from_env(role, headless, os.environ)
+    wait_s = os.environ.get("SWARMBENCH_HOST_WAIT", "")
+    if role == "master" and headless and wait_s.isdigit() and os.environ.get("LOCUST_HOST"):
+        wait_for_host(os.environ["LOCUST_HOST"], int(wait_s))
     os.execvp("locust", ["locust", *launch.argv(), *rest])
 
 

@@ -17,13 +17,22 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, read_text
 
 SCHEMA_VERSION = 1
 """Bumped when a field changes meaning; readers warn on a newer one and read what they know."""
 
 MODES = ("local", "distributed", "processes")
 """local: one process; distributed: a master + workers; processes: Locust's --processes N."""
+
+STATUSES = ("complete", "interrupted", "degraded", "failed")
+"""How the run went (plugin/health.py decides; README "Run status"): complete: ran as asked;
+interrupted: stopped by a signal (Ctrl-C, SIGTERM, the stack stopped) before its end; degraded: a
+load generator went missing or quit early, fewer than expected were connected for part of the run,
+or the target stopped answering for part of it; failed: nothing or almost nothing was served."""
+
+STARTED_FROM = ("headless", "ui")
+"""Who started the run: a headless command line, or Start in the web UI (each Start->Stop is a run)."""
 
 # field -> (accepted types, description for the error message). Field order = run.json's key order.
 _INT = ((int,), "an integer")
@@ -63,6 +72,12 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "checks": _LIST,
     "checks_passed": _BOOL,
     "bottleneck": _DICT,
+    "open_model": _DICT,
+    "pacing": _DICT,
+    "status": _STR,
+    "started_from": _STR,
+    "events": _LIST,
+    "workers_timeline": _LIST,
 }
 
 
@@ -100,6 +115,19 @@ class RunManifest:
     checks: list[dict[str, Any]] | None = field(default=None, compare=False)  # thresholds' outcomes
     checks_passed: bool | None = None
     bottleneck: dict[str, Any] | None = field(default=None, compare=False)  # what limited the run
+    # --arrival-rate runs: offered/achieved rate, drops, pool exhaustion, latency (core/arrival.py)
+    open_model: dict[str, Any] | None = field(default=None, compare=False)
+    engine: str | None = None  # "swarm" for `make swarm`; absent for compose and local runs
+    nodes: dict[str, Any] | None = field(default=None, compare=False)  # swarm: where each part ran
+    # {UserClass: {"users", "waits", "mean_wait_s", "wait_time_option_used", "open_loop"}}: the waits
+    # the users actually took (plugin/pacing.py); the verdict's cap rests on it
+    pacing: dict[str, Any] | None = field(default=None, compare=False)
+    status: str | None = None  # one of STATUSES; None: a harness older than the field
+    started_from: str | None = None  # one of STARTED_FROM
+    # [{"at": UTC ISO, "t_s": seconds since test start, "kind": ..., "detail": ...}], in order
+    events: list[dict[str, Any]] | None = field(default=None, compare=False)
+    # [[t_s, connected load generators], ...]: the first sample, then only when the count changed
+    workers_timeline: list[list[float]] | None = field(default=None, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)  # keys this version does not know
 
     # --- derived ---
@@ -110,6 +138,12 @@ class RunManifest:
         if self.mode == "local":
             return 1
         return self.workers_connected or None
+
+    @property
+    def partial(self) -> bool:
+        """The run did not measure what was asked for its whole length (status other than complete;
+        a run.json older than `status` counts as complete)."""
+        return self.status not in (None, "complete")
 
     @property
     def store(self) -> str | None:
@@ -165,8 +199,11 @@ class RunManifest:
                     where, f'"user_classes" should be a list of strings, got {json.dumps(classes)[:40]}'
                 )
             values["user_classes"] = tuple(classes)
-        if values.get("mode") not in (None, *MODES):
-            raise InputError(where, f'"mode" should be one of {", ".join(MODES)}, got "{values["mode"]}"')
+        for name, allowed in (("mode", MODES), ("status", STATUSES), ("started_from", STARTED_FROM)):
+            if values.get(name) not in (None, *allowed):
+                raise InputError(
+                    where, f'"{name}" should be one of {", ".join(allowed)}, got "{values[name]}"'
+                )
         for name in ("users", "workers_connected", "workers_expected"):
             if values.get(name, 0) < 0:
                 raise InputError(where, f'"{name}" should not be negative, got {values[name]}')
@@ -181,14 +218,7 @@ class RunManifest:
     @classmethod
     def read(cls, path: Path, warn: Callable[[str], Any] | None = None) -> RunManifest:
         """Parse and type-check a run.json file; InputError (naming the file) when it is malformed."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InputError(path, "not UTF-8 text") from None
-        except OSError as e:
-            raise InputError(path, f"cannot read ({e.strerror or e})") from None
-        if not text.strip():
-            raise InputError(path, "empty file")
+        text = read_text(path)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -200,6 +230,8 @@ class RunManifest:
 
 _OMIT_WHEN_NONE = frozenset(
     {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
+    | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
+    | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
 )
 """Optional sections: absent from run.json unless the run had them (a run outside a sweep has no
 `sweep` key, a run without thresholds no `checks`), as before this schema existed."""

@@ -84,17 +84,9 @@ class SweepState:
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "sweep_id": self.sweep_id,
-            "state": self.state,
-            "updated_at": self.updated_at,
-            "runner": self.runner,
-            "git_commit": self.git_commit,
-            "settings": self.settings,
-            "counts": self.counts(),
-            "points": self.points,
-        }
+        """sweep.json's object: every field but `path`, the derived counts, the points last."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("path", "points")}
+        return {**out, "counts": self.counts(), "points": self.points}
 
     def write(self, sweep_dir: Path) -> None:
         self.updated_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

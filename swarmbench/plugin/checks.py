@@ -162,13 +162,13 @@ def finish(run: Run, checks: list[Check], environment: Environment) -> list[Outc
     return outcomes
 
 
-def print_outcomes(outcomes: list[Outcome]) -> None:
-    """The verdict last, after Locust's final tables, where a CI log reader looks first."""
+def print_outcomes(outcomes: list[Outcome], code: int = exits.THRESHOLDS_BROKEN) -> None:
+    """The verdict last, after Locust's final tables, where a CI log reader looks first. CODE: the
+    process's exit code (a degraded, failed or interrupted run outranks thresholds: core/exits.py)."""
     for outcome in outcomes:
         sys.stdout.write(f"swarmbench: check {outcome.line()}\n")
     if outcomes and not all(o.passed for o in outcomes):
         broken = sum(not o.passed for o in outcomes)
-        code = exits.THRESHOLDS_BROKEN
         sys.stdout.write(f"swarmbench: {broken} of {len(outcomes)} thresholds broken (exit code {code})\n")
     sys.stdout.flush()
 

@@ -10,7 +10,9 @@ Two sources, both read at run time in each Locust process:
 LOCUST_HEADERS is deliberately NOT a Locust option: an option can be set as a flag (visible in
 `ps`) or in locust.conf (committed), and Locust ships every option from master to workers and
 into its web UI. Values are never logged, never in error messages, never in run.json: only the
-header NAMES are recorded ("request_headers").
+header NAMES are recorded ("request_headers"). A value that cannot be sent (a curly quote, a
+control character: core/headerlines.py) stops the run with its source, line and name; and should a
+server or locustfile echo a value anyway, redact.py removes it from the logs and the run folder.
 
 Every HttpUser and FastHttpUser class of the run sends them with every request (a header a task
 passes explicitly still wins for that request).
@@ -20,61 +22,19 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from locust import HttpUser
 from locust.contrib.fasthttp import FastHttpUser
 from locust.env import Environment
 
+from swarmbench.core.headerlines import HeaderSyntaxError, load_headers
+
 from .errors import die
 
 logger = logging.getLogger("swarmbench")
 
-HEADERS_ENV = "LOCUST_HEADERS"
-"""Environment variable with `Name: value` lines (newline-separated; values may contain ';')."""
-
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name
 _PATCHED = "_swarmbench_headers"
-
-
-class HeaderSyntaxError(ValueError):
-    """A malformed header line. The message names the source and line, never the value."""
-
-
-def parse_headers(text: str, source: str) -> dict[str, str]:
-    """`Name: value` lines; blank lines and lines starting with '#' are skipped."""
-    out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, colon, value = line.partition(":")
-        name = name.strip()
-        if not colon or not _TOKEN.match(name):
-            # No part of the line is quoted: it may be a bare token pasted without its name.
-            raise HeaderSyntaxError(f"{source} line {n}: expected 'Name: value'")
-        if any(c in value for c in "\r\n\0"):
-            raise HeaderSyntaxError(f"{source} line {n}: control character in the value of {name}")
-        out[name] = value.strip()
-    return out
-
-
-def load_headers(headers_file: str | None, environ: Mapping[str, str]) -> dict[str, str]:
-    """Headers from the file (if any), then LOCUST_HEADERS on top."""
-    headers: dict[str, str] = {}
-    if headers_file:
-        try:
-            text = Path(headers_file).read_text(encoding="utf-8")
-        except OSError as e:
-            where = f"--headers-file/LOCUST_HEADERS_FILE {headers_file}"
-            raise HeaderSyntaxError(f"{where}: {e.strerror or e}") from None
-        headers.update(parse_headers(text, f"headers file {headers_file}"))
-    if environ.get(HEADERS_ENV):
-        headers.update(parse_headers(environ[HEADERS_ENV], HEADERS_ENV))
-    return headers
 
 
 def install(user_class: type, headers: dict[str, str]) -> bool:

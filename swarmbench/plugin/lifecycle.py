@@ -3,7 +3,8 @@
 Runs on every process but does its work where it belongs: workers report their CPU; the master
 (or a standalone runner) owns the run folder, ends the run so that every worker's final stats
 arrive, and writes run.json last. The listeners that call these functions, and their order, are in
-wiring.py.
+wiring.py. A headless run is opened at init and written at quit; a web-UI run (ui_runs.py) is
+opened at each Start and written at its Stop, with the same functions.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from pathlib import Path
 import gevent
 import locust
 from locust.env import Environment
+from locust.html import get_html_report
 from locust.rpc import Message
 from locust.runners import LocalRunner, MasterRunner, Runner
 
-from swarmbench.core import folder, target, verdict
+from swarmbench.core import arrival, exits, folder, target, verdict
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.manifest import RunManifest
 
 from . import cpu, results
 from .errors import die
+from .health import RUN_END, Health
 
 logger = logging.getLogger("swarmbench")
 
@@ -46,7 +49,13 @@ class Run:
     (experiment, thresholds, headers) as they happen, the outcome at quit.
     """
 
-    def __init__(self, environment: Environment, run_dir: Path | None, run_time: float | None) -> None:
+    def __init__(
+        self,
+        environment: Environment,
+        run_dir: Path | None,
+        run_time: float | None,
+        started_from: str = "headless",
+    ) -> None:
         self.env = environment
         self.run_dir = run_dir
         self.run_time = run_time
@@ -60,6 +69,9 @@ class Run:
         self.manifest = RunManifest(run_id=run_dir.name if run_dir else None)
         self.greenlets: list[gevent.Greenlet] = []
         self.finished = False
+        self.started_from = started_from
+        expected = generator_count(environment.runner) if started_from == "headless" else None
+        self.health = Health(expected=expected)
 
     @property
     def runner(self) -> Runner:
@@ -104,10 +116,7 @@ def open_run(environment: Environment, runner: Runner) -> Run:
     end of a distributed run. Called for headless masters and standalone runners only."""
     opts = environment.parsed_options
     check_host(environment.host, skip=opts.skip_host_check)
-    run_dir = None
-    if opts.results_dir:
-        run_dir = open_run_dir(environment, runner)
-        opts.html_file = str(run_dir / folder.REPORT_HTML)
+    run_dir = open_run_dir(environment, runner) if opts.results_dir else None
     run_time = float(opts.run_time) if opts.run_time else None
     if isinstance(runner, MasterRunner) and run_time:
         # We end a distributed run ourselves (see end_distributed_run) so the workers' final
@@ -118,11 +127,23 @@ def open_run(environment: Environment, runner: Runner) -> Run:
     return Run(environment, run_dir, run_time)
 
 
-def open_run_dir(environment: Environment, runner: Runner) -> Path:
+def open_ui_run(environment: Environment, runner: Runner) -> Run:
+    """A run started by Start in the web UI: a new folder every time (never the last one's)."""
+    opts = environment.parsed_options
+    run_dir = open_run_dir(environment, runner, explicit_id=False) if opts.results_dir else None
+    if run_dir:
+        logger.info("Saving this web UI run to %s/", run_dir)
+    run_time = float(opts.run_time) if opts.run_time else None
+    return Run(environment, run_dir, run_time, started_from="ui")
+
+
+def open_run_dir(environment: Environment, runner: Runner, explicit_id: bool = True) -> Path:
     opts = environment.parsed_options
     classes = [c.__name__ for c in environment.user_classes]
-    explicit = bool(opts.run_id)
-    run_id = opts.run_id or folder.make_run_id(datetime.now(UTC), classes, generator_count(runner))
+    explicit = bool(opts.run_id) and explicit_id
+    run_id = (opts.run_id if explicit else "") or folder.make_run_id(
+        datetime.now(UTC), classes, generator_count(runner)
+    )
     if explicit and ("/" in run_id or run_id in (".", "..")):
         die(f"--run-id/LOCUST_RUN_ID {run_id!r} must be a folder name, not a path")
     try:
@@ -142,6 +163,7 @@ def start(run: Run) -> bool:
     if run.started_at is not None:
         return False
     run.started_at = datetime.now(UTC)
+    run.health.start(worker_states(run.runner) if isinstance(run.runner, MasterRunner) else None)
     run.target_before = target.scrape(run.env.host or "")
     run.local_clock.start()
     if run.csv:
@@ -152,18 +174,26 @@ def start(run: Run) -> bool:
     return True
 
 
+def worker_states(runner: MasterRunner) -> dict[str, str]:
+    return {client.id: str(client.state) for client in runner.clients.values()}
+
+
 def sample(run: Run) -> None:
-    """Per second: Locust's reported per-worker CPU, the worker count, our own CPU."""
+    """Per second: Locust's reported per-worker CPU, the workers' states, the request counts, our
+    own CPU."""
     while True:
         runner = run.runner
         if isinstance(runner, MasterRunner):
             for client in runner.clients.values():
                 run.workers_seen.add(client.id)
                 run.series(client.id).locust_reported.append(float(client.cpu_usage))
+            run.health.workers(worker_states(runner))
         elif isinstance(runner, LocalRunner):
             series = run.series("local")
             series.add(*run.local_clock.read())
             series.locust_reported.append(float(runner.current_cpu_usage))
+        total = run.env.stats.total
+        run.health.requests(total.num_requests, total.num_failures)
         gevent.sleep(SAMPLE_INTERVAL_S)
 
 
@@ -177,10 +207,18 @@ def end_distributed_run(run: Run) -> None:
     when the last worker is gone; quit it ourselves only if a worker never answers.
     """
     gevent.sleep(run.run_time)
+    logger.info("--run-time limit reached, stopping the workers and collecting their final stats")
+    collect_and_quit(run)
+
+
+def collect_and_quit(run: Run) -> None:
+    """Stop the test, quit every worker, let the master quit when their final stats are in (the
+    end of a distributed run, at --run-time or on a signal)."""
     runner = run.runner
     assert isinstance(runner, MasterRunner)
-    logger.info("--run-time limit reached, stopping the workers and collecting their final stats")
-    run.ended_at = datetime.now(UTC)
+    run.health.closing = True
+    if run.ended_at is None:
+        run.ended_at = datetime.now(UTC)
     runner.stop(send_stop_to_client=False)
     for client in list(runner.clients.values()):
         runner.server.send_to_client(Message("quit", None, client.id))
@@ -195,12 +233,41 @@ def worker_cpu_report(run: Run, client_id: str, report: dict) -> None:
     run.series(client_id).add(report["wall_s"], report["cpu_s"])
 
 
-# --- quit: final CSVs and run.json --------------------------------------------------------------
+# --- the end: status, exit code, final CSVs, report.html and run.json ----------------------------
 
 
-def finish(run: Run, exit_code: int) -> None:
-    """Stop the samplers, write the final CSVs, then run.json (last: its presence means the rest
-    is there)."""
+def conclude(run: Run) -> str:
+    """Decide the run's status once, from its final counts (health.py's rules), and log it."""
+    if run.manifest.status is None:
+        run.health.closing = True
+        total = run.env.stats.total
+        status = run.health.status(total.num_requests, total.num_failures)
+        line = run.health.summary(status, total.num_requests, total.num_failures)
+        run.health.record(RUN_END, line)
+        run.manifest.status = status
+        (logger.info if status == "complete" else logger.warning)("Run status: %s", line)
+    return run.manifest.status
+
+
+def settle_exit_code(run: Run, allow_degraded: bool) -> None:
+    """At quitting, before Locust reads it: the exit code for the run's status (core/exits.py's
+    precedence). Left to Locust when the status adds nothing to what it decides itself."""
+    env, runner = run.env, run.runner
+    status = conclude(run)
+    if env.process_exit_code is not None:
+        base = env.process_exit_code
+    elif runner.errors or runner.exceptions:
+        base = env.parsed_options.exit_code_on_error
+    else:
+        base = exits.OK
+    code = exits.for_run(status, run.health.interrupting_signal(), allow_degraded, base)
+    if code != base:
+        env.process_exit_code = code
+
+
+def finish(run: Run, exit_code: int | None) -> None:
+    """Stop the samplers, write the final CSVs and report.html, then run.json (last: its presence
+    means the rest is there). EXIT_CODE: the process's, None for a web-UI run (the process goes on)."""
     if run.finished:
         return
     run.finished = True
@@ -208,17 +275,28 @@ def finish(run: Run, exit_code: int) -> None:
         g.kill(block=False)
     if run.ended_at is None:
         run.ended_at = datetime.now(UTC)
+    conclude(run)
     if isinstance(run.runner, LocalRunner):
         run.series("local").add(*run.local_clock.read())
     if run.csv:
         run.csv.finalize()
     if run.run_dir:
+        write_report(run)
         fill_manifest(run, exit_code)
         folder.write_json_atomic(run.run_dir / folder.MANIFEST, run.manifest.to_json())
         logger.info("Results saved to %s/", run.run_dir)
 
 
-def fill_manifest(run: Run, exit_code: int) -> RunManifest:
+def write_report(run: Run) -> None:
+    """Locust's own HTML report, rendered from the final stats (after the workers' last reports)."""
+    assert run.run_dir is not None
+    path = run.run_dir / folder.REPORT_HTML
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(get_html_report(run.env, show_download_link=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     """The settings and the outcome; the sections other modules set are already there."""
     env, opts, runner, m = run.env, run.env.parsed_options, run.runner, run.manifest
     after = target.scrape(env.host or "") if run.target_before else None
@@ -234,13 +312,15 @@ def fill_manifest(run: Run, exit_code: int) -> RunManifest:
     m.spawn_rate, m.run_time, m.wait_time = opts.spawn_rate, run.run_time, opts.wait_time
     m.stop_timeout = env.stop_timeout
     m.mode = ("processes" if opts.processes else "distributed") if is_master else "local"
-    m.workers_expected = generator_count(runner) if is_master else 0
+    m.workers_expected = (run.health.expected or 0) if is_master else 0
     m.workers_connected = len(run.workers_seen) if is_master else 0
     m.locust_version = locust.__version__
     m.worker_cpu = cpu.summarize(run.cpu)
     m.target = target.delta(run.target_before, after) if run.target_before and after else None
     m.git_commit = opts.git_commit or git_commit()
     m.exit_code = exit_code
+    m.started_from = run.started_from
+    m.events, m.workers_timeline = run.health.events, run.health.timeline
     m.totals = {"requests": total.num_requests, "failures": total.num_failures}
     # What limited this run, from the numbers above (see core/verdict.py for the thresholds).
     m.bottleneck = verdict.judge_manifest(
@@ -248,4 +328,6 @@ def fill_manifest(run: Run, exit_code: int) -> RunManifest:
         rps=total.total_rps if total.num_requests else None,
         avg_ms=total.avg_response_time or None,
     )
+    if m.open_model:  # open-model load: was the offered rate held, and what limited it
+        m.open_model["capacity"] = arrival.judge_open(m.to_json())
     return m

@@ -29,6 +29,8 @@ def _add(group, *flags: str, web_ui: bool = False, **kwargs: Any) -> None:
 
 
 def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
+    # Long on purpose: one flat declaration per option, each reading like the --help entry it makes,
+    # is easier to review than a table that hides env_var/default/help behind indirection.
     g = parser.add_argument_group(GROUP_TITLE, "Added by Swarmbench's plugin (README: Settings).")
     _add(
         g,
@@ -96,6 +98,17 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
     )
     _add(
         g,
+        "--allow-degraded",
+        env_var="LOCUST_ALLOW_DEGRADED",
+        action="store_true",
+        default=False,
+        help=(
+            "Do not fail a degraded run (a load generator lost, or the target gone, for part of it) "
+            "with exit code 4; run.json still says status 'degraded'."
+        ),
+    )
+    _add(
+        g,
         "--headers-file",
         env_var="LOCUST_HEADERS_FILE",
         default="",
@@ -129,5 +142,30 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
         help=(
             "Step load for knee finding, 'START STEP SECONDS MAX' (e.g. '10 10 20 80'): needs "
             "locustfiles/step_load.py in the locustfile list; without this option that file is inert."
+        ),
+    )
+    _add(
+        g,
+        "--arrival-rate",
+        env_var="LOCUST_ARRIVAL_RATE",
+        default="",
+        metavar="STAGES",
+        help=(
+            "Open model: start R iterations (tasks) per second across all workers, whatever the "
+            "responses take; --users is the pool that runs them, and an iteration finding no idle "
+            "user is dropped and counted. Stages 'RATE[@DURATION]; ...' ramp linearly, the last rate "
+            "holds: '100', '50; 100@30s; 400@1m', '100@10s'. Replaces the users' wait time."
+        ),
+    )
+    _add(
+        g,
+        "--arrival-max-wait",
+        env_var="LOCUST_ARRIVAL_MAX_WAIT",
+        default="0",
+        metavar="DURATION",
+        help=(
+            "With --arrival-rate: how long an iteration that finds no idle user may wait for one "
+            "(e.g. '2s'); it is dropped after that, and the wait counts in its intended-start "
+            "latency. Default 0: dropped at once."
         ),
     )

@@ -5,32 +5,46 @@ Locust calls the listeners of one event in registration order, and the order mat
     init_command_line_parser  options.add_options (one "Swarmbench options" group)
     init                      1. validate: wait time, thresholds, headers, mix/sweep/steps -- a bad
                                  value stops the run before anything exists
-                              2. headers on the load generators' user classes
+                              2. headers on the load generators' user classes; their values
+                                 redacted from every log handler
                               3. open the run (headless master or standalone only): pre-flight the
                                  host, create results/<run-id>/
                               4. record the experiment sections of run.json
-    test_start                start the run's clock, CSVs and samplers; host CPU sampling;
-                              workers restart their CPU clock
+                              5. (master) listen for workers' "stopped by a signal" messages
+    test_start                web UI: open a new run folder (ui_runs.py); start the run's clock,
+                              CSVs and samplers; host CPU sampling; workers restart their CPU
+                              clock; every process: our SIGINT/SIGTERM handlers (signals.py)
+    spawning_complete         event "users spawned" (health.py)
     report_to_master          (worker) piggyback this process's CPU seconds on the stats report
     worker_report             (master) collect them
-    test_stop                 (worker) flush the stats since the last report
-    quitting                  thresholds on the final stats (they set the exit code)
-    quit                      final CSVs and run.json; the thresholds' verdict printed last
+    reset_stats               web UI: close the run folder, open the next one
+    test_stopping             the run's end began (workers leaving now is no longer a fault)
+    test_stop                 (worker) flush the stats since the last report; web UI: write the
+                              run's folder
+    quitting                  thresholds on the final stats, then the run's status and the exit
+                              code (health.py, core/exits.py)
+    quit                      final CSVs, report.html and run.json; any secret header value
+                              scrubbed from the folder (redact.py); the thresholds' verdict and
+                              (unless complete) the run's status printed last
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import gevent
 from locust import events as locust_events
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
+from swarmbench.core import exits
 from swarmbench.core.checks import Check
 from swarmbench.core.wait import parse_wait_time
 
-from . import checks, cpu, experiment, headers, lifecycle, options
+from . import arrival, checks, cpu, experiment, headers, lifecycle, options, pacing, redact, signals, ui_runs
 from .errors import die
+from .health import RUN_END, USERS_SPAWNED
 from .lifecycle import Run
 
 
@@ -43,16 +57,24 @@ class Swarmbench:
         self.outcomes: list[checks.Outcome] = []
         self.headers: dict[str, str] = {}
         self.worker_clock: cpu.CpuClock | None = None
+        self.pacing = pacing.Pacing()  # the waits users took (pacing.py registers its own listeners)
+        self.env: Environment | None = None
+        self.signals = signals.Signals(self.on_signal)
 
     def register(self, events: Any = locust_events) -> None:
+        self.open_model = arrival.register(events, self)  # first: --arrival-rate fails before a folder exists
         events.init_command_line_parser.add_listener(options.add_options)
         events.init.add_listener(self.on_init)
         events.test_start.add_listener(self.on_test_start)
+        events.spawning_complete.add_listener(self.on_spawning_complete)
         events.report_to_master.add_listener(self.on_report_to_master)
         events.worker_report.add_listener(self.on_worker_report)
+        events.reset_stats.add_listener(self.on_reset_stats)
+        events.test_stopping.add_listener(self.on_test_stopping)
         events.test_stop.add_listener(self.on_test_stop)
         events.quitting.add_listener(self.on_quitting)
         events.quit.add_listener(self.on_quit)
+        self.pacing.register(events)
 
     # --- init ---
 
@@ -60,6 +82,7 @@ class Swarmbench:
         opts = environment.parsed_options
         if opts is None:
             return
+        self.env = environment
         is_worker = isinstance(runner, WorkerRunner)
         # 1. validate everything before anything is created
         if not is_worker:
@@ -69,11 +92,14 @@ class Swarmbench:
                 die(f"--wait-time/LOCUST_WAIT_TIME: {e}")
             self.checks = checks.validate(opts)
         self.headers = headers.load(opts)
+        redact.install(self.headers)  # their values never reach a log line (redact.py)
         experiment.validate(opts, environment)
         # 2. a master sends no requests; it only records the header names
         if self.headers and not isinstance(runner, MasterRunner):
             headers.install_all(environment, self.headers)
-        # 3. + 4. the run folder and its first sections
+        # 5. workers that a signal stops say so (a stopped stack is "interrupted", not "degraded")
+        signals.listen_for_workers(runner, self.on_worker_signal)
+        # 3. + 4. the run folder and its first sections (a web-UI run's: at each Start)
         if is_worker or not opts.headless:
             return
         self.run = lifecycle.open_run(environment, runner)
@@ -82,12 +108,20 @@ class Swarmbench:
     # --- the test ---
 
     def on_test_start(self, environment: Environment, **_kw: Any) -> None:
+        if not self.signals.installed:
+            self.signals.install()
         if isinstance(environment.runner, WorkerRunner):
             # Workers measure CPU from their test start (the clock starts when the test does).
             self.worker_clock = cpu.CpuClock()
             return
+        if self.run is None and ui_runs.applies(environment):
+            self.run = ui_runs.open_run(environment)
         if self.run is not None and lifecycle.start(self.run):
             experiment.start_host_cpu(self.run)
+
+    def on_spawning_complete(self, user_count: int, **_kw: Any) -> None:
+        if self.run is not None and self.run.started_at is not None:
+            self.run.health.record(USERS_SPAWNED, f"{user_count} users running")
 
     def on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
         if self.worker_clock is None:
@@ -101,6 +135,21 @@ class Swarmbench:
         if self.run is not None and self.run.started_at is not None and report:
             lifecycle.worker_cpu_report(self.run, client_id, report)
 
+    def on_reset_stats(self, **_kw: Any) -> None:
+        run = self.run
+        if run is None or run.started_from != "ui" or run.started_at is None or self.env is None:
+            return
+        ui_runs.close_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
+        self.run = ui_runs.open_run(self.env)
+        if lifecycle.start(self.run):
+            experiment.start_host_cpu(self.run)
+
+    def on_test_stopping(self, **_kw: Any) -> None:
+        run = self.run
+        if run is not None and run.started_at is not None:
+            run.health.closing = True
+            run.ended_at = run.ended_at or datetime.now(UTC)
+
     def on_test_stop(self, environment: Environment, **_kw: Any) -> None:
         """A worker told to STOP (a LoadTestShape ending, the UI's stop button) reports only
         "client_stopped"; the stats since its last periodic report (every 3 s) then reach the
@@ -111,22 +160,74 @@ class Swarmbench:
         runner = environment.runner
         if isinstance(runner, WorkerRunner):
             runner._send_stats()  # Locust's own reporting call; there is no public one
+            return
+        run = self.run
+        if run is not None and run.started_from == "ui" and run.started_at is not None:
+            self.run = None  # the next Start opens a new folder
+            ui_runs.close_run(run, self)
+
+    # --- signals ---
+
+    def on_signal(self, signum: int) -> None:
+        """The first SIGINT/SIGTERM (signals.py): record it, end this process like its normal end."""
+        env = self.env
+        if env is None or env.runner is None:
+            return
+        runner, run = env.runner, self.run
+        if isinstance(runner, WorkerRunner):
+            signals.notify_master(env, signum)
+            # Ctrl-C in a terminal reaches the master too (--processes, a local sweep): then its
+            # "quit" ends this worker, cleanly, within moments. Alone, the worker quits itself.
+            gevent.sleep(signals.WORKER_QUIT_GRACE_S)
+            runner.quit()
+            return
+        if run is not None and run.started_at is not None:
+            run.health.signal(signum)
+        if ui_runs.applies(env):
+            runner.stop()  # writes the current web-UI run's folder (test_stop), if one runs
+            runner.quit()
+            if env.web_ui is not None:
+                env.web_ui.stop()
+        elif isinstance(runner, MasterRunner) and run is not None:
+            lifecycle.collect_and_quit(run)
+        else:
+            runner.quit()
+
+    def on_worker_signal(self, worker: str, signum: int) -> None:
+        if self.run is not None and self.run.started_at is not None:
+            self.run.health.worker_signal(worker, signum)
 
     # --- the end ---
 
     def on_quitting(self, environment: Environment, **_kw: Any) -> None:
         run = self.run
-        if run is None:
+        if run is None or run.started_from == "ui":
+            if self.signals.received is not None and not isinstance(environment.runner, WorkerRunner):
+                environment.process_exit_code = exits.interrupted(self.signals.received)
             return
         if self.checks:
             self.outcomes = checks.finish(run, self.checks, environment)
         if self.headers:
             run.manifest.request_headers = sorted(self.headers)  # names only, never values
+        lifecycle.settle_exit_code(run, environment.parsed_options.allow_degraded)
 
     def on_quit(self, exit_code: int, **_kw: Any) -> None:
-        if self.run is not None:
-            lifecycle.finish(self.run, exit_code)
-        checks.print_outcomes(self.outcomes)
+        run = self.run
+        headless = run is not None and run.started_from == "headless"
+        if run is not None and (headless or run.started_at is not None):
+            self.write_run(run, exit_code if headless else None)
+        checks.print_outcomes(self.outcomes, exit_code if headless else exits.THRESHOLDS_BROKEN)
+        if headless and run is not None and run.manifest.status not in (None, "complete"):
+            ends = [e["detail"] for e in run.health.events if e["kind"] == RUN_END]
+            line = ends[-1] if ends else run.manifest.status  # the status and why
+            print(f"swarmbench: run {line} (exit code {exit_code})", flush=True)
+
+    def write_run(self, run: Run, exit_code: int | None) -> None:
+        """The run's folder, complete (a headless run at quit, a web-UI run at its stop)."""
+        run.manifest.pacing = self.pacing.manifest()  # before finish(): the verdict reads it
+        lifecycle.finish(run, exit_code)
+        if run.run_dir and self.headers:
+            redact.scrub_folder(run.run_dir, self.headers)  # nor a saved file
 
 
 _plugin: Swarmbench | None = None

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from swarmbench.core.errors import UsageError, die
 from swarmbench.core.experiment import MIXES, STORES, SWEEP_MODES
 
-from . import compose, knee, plan, settings, sweep
+from . import compose, knee, plan, settings, swarm, swarmlab, sweep
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="test LOCUST_HOST (required) without starting the bundled target (what `make staging` runs)",
     )
+    headless.add_argument(
+        "--swarm",
+        action="store_true",
+        help="run as a Docker Swarm stack across the swarm's nodes (what `make swarm` runs)",
+    )
+    lab = sub.add_parser("swarm-lab", help="a two-node swarm on this machine (root): up or down")
+    lab.add_argument("action", choices=("up", "down"), help="create (idempotent) or remove the lab")
     add_sweep_parser(sub)
     add_knee_parser(sub)
     args = parser.parse_args(with_sweep_args(sys.argv[1:] if argv is None else argv, os.environ))
@@ -45,8 +52,11 @@ def main(argv: list[str] | None = None) -> int:
             return compose.run_up(settings.up_from_env(os.environ))
         if args.command == "knee":
             return knee.run_knee(os.environ, steps=args.steps)
+        if args.command == "swarm-lab":
+            return swarmlab.up(dict(os.environ)) if args.action == "up" else swarmlab.down()
         if args.command == "headless":
-            return compose.run_headless(settings.headless_from_env(os.environ, staging=args.staging))
+            chosen = settings.headless_from_env(os.environ, staging=args.staging)
+            return (swarm.run_swarm if args.swarm else compose.run_headless)(chosen)
         if args.command == "sweep":
             env = plan.store_comparison_env(os.environ) if args.store_comparison else dict(os.environ)
             chosen = plan.sweep_settings(vars(args), env)
@@ -76,50 +86,36 @@ def add_sweep_parser(sub) -> None:
         description=sweep.__doc__.split("\n\n")[0] if sweep.__doc__ else None,
     )
     d = plan
-    p.add_argument(
-        "--workers",
-        metavar="LIST",
-        help=f"worker counts (WORKERS; default '{' '.join(map(str, d.DEFAULT_WORKERS))}')",
-    )
-    p.add_argument(
-        "--classes", metavar="LIST", help=f"user classes (CLASSES; default '{' '.join(d.DEFAULT_CLASSES)}')"
-    )
-    p.add_argument(
-        "--repeats", metavar="N", help=f"repeats of every point (REPEATS; default {d.DEFAULT_REPEATS})"
-    )
-    p.add_argument(
-        "--run-time", metavar="T", help=f"run time of each point (RUN_TIME; default {d.DEFAULT_RUN_TIME})"
-    )
-    p.add_argument(
-        "--users",
-        metavar="N",
-        help=f"users: total (strong) or per worker (weak) (USERS; default {d.DEFAULT_USERS})",
-    )
-    p.add_argument(
-        "--mode",
-        metavar="MODE",
-        help=f"{' or '.join(SWEEP_MODES)}: total users / users per worker fixed (MODE; default strong)",
-    )
-    p.add_argument(
-        "--wait-time",
-        metavar="SPEC",
-        help="users' pacing, e.g. 'constant 0.1' (WAIT_TIME; default LOCUST_WAIT_TIME/locust.conf)",
-    )
-    p.add_argument(
-        "--stores",
-        metavar="LIST",
-        help=f"target store strategies to sweep: {' '.join(STORES)} (STORES; default: not swept)",
-    )
-    p.add_argument(
-        "--mixes",
-        metavar="LIST",
-        help=f"request mixes to sweep: {' '.join(MIXES)} (MIXES; default: not swept)",
-    )
-    p.add_argument(
-        "--sweep-id",
-        metavar="ID",
-        help="folder under results/; the same id resumes (SWEEP_ID; default sweep-<UTC time>)",
-    )
+    # flag, metavar, help: each value falls back to the make variable named in its help.
+    for flag, metavar, text in (
+        ("--workers", "LIST", f"worker counts (WORKERS; default '{' '.join(map(str, d.DEFAULT_WORKERS))}')"),
+        ("--classes", "LIST", f"user classes (CLASSES; default '{' '.join(d.DEFAULT_CLASSES)}')"),
+        ("--repeats", "N", f"repeats of every point (REPEATS; default {d.DEFAULT_REPEATS})"),
+        ("--run-time", "T", f"run time of each point (RUN_TIME; default {d.DEFAULT_RUN_TIME})"),
+        ("--users", "N", f"users: total (strong) or per worker (weak) (USERS; default {d.DEFAULT_USERS})"),
+        (
+            "--mode",
+            "MODE",
+            f"{' or '.join(SWEEP_MODES)}: total users / users per worker fixed (MODE; default strong)",
+        ),
+        (
+            "--wait-time",
+            "SPEC",
+            "users' pacing, e.g. 'constant 0.1' (WAIT_TIME; default LOCUST_WAIT_TIME/locust.conf)",
+        ),
+        (
+            "--stores",
+            "LIST",
+            f"target store strategies to sweep: {' '.join(STORES)} (STORES; default: not swept)",
+        ),
+        ("--mixes", "LIST", f"request mixes to sweep: {' '.join(MIXES)} (MIXES; default: not swept)"),
+        (
+            "--sweep-id",
+            "ID",
+            "folder under results/; the same id resumes (SWEEP_ID; default sweep-<UTC time>)",
+        ),
+    ):
+        p.add_argument(flag, metavar=metavar, help=text)
     p.add_argument(
         "--local",
         action="store_true",

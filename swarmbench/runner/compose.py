@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from swarmbench.core import exits
@@ -27,7 +30,40 @@ NETWORK_FILE = "compose/network.yml"
 LOG_DRAIN_S = 3.0
 """After the master exits, how long its last log lines may take to arrive before we stop following."""
 CONTAINER_UID = 1000
-"""The image's own non-root user; used when the caller is root (the container never runs as 0)."""
+"""The image's own non-root user; the containers run as it when the caller is root."""
+ALLOW_ROOT = "SWARMBENCH_ALLOW_ROOT"
+"""Set to 1 to let SWARMBENCH_UID=0 (or SWARMBENCH_GID=0) run the containers as root: never by
+default (a process that runs a locustfile should not own the host's root-owned bind mounts)."""
+MASTER_STOP_TIMEOUT_S = 30
+"""On Ctrl-C/SIGTERM: how long the master may take to collect its workers' final stats and write
+the run folder before Docker kills it."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) or SIGTERM reached the runner; `signum` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    # Later signals are ignored: the stack must still be stopped and taken down.
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise Interrupted (once) instead of killing the runner mid-way, so the
+    master is stopped cleanly and the stack always comes down; the old handlers come back after."""
+    old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def compose_cmd(*args: str, files: tuple[str, ...] = COMPOSE_FILES) -> list[str]:
@@ -74,31 +110,76 @@ def check_docker() -> None:
         raise UsageError("`docker compose` is not available: install Docker's compose v2 plugin")
 
 
+def container_user(env: dict[str, str]) -> tuple[int, int]:
+    """The containers' uid and gid: SWARMBENCH_UID/GID, else the caller's, else (a root caller)
+    the image's own user. Root only with SWARMBENCH_ALLOW_ROOT=1, and then with a warning."""
+    root_caller = os.getuid() == 0
+    uid = _id(env, "SWARMBENCH_UID", CONTAINER_UID if root_caller else os.getuid())
+    gid = _id(env, "SWARMBENCH_GID", CONTAINER_UID if root_caller else os.getgid())
+    if 0 in (uid, gid):
+        which = "SWARMBENCH_UID=0" if uid == 0 else "SWARMBENCH_GID=0"
+        if env.get(ALLOW_ROOT) != "1":
+            raise UsageError(
+                f"{which} would run the containers as root; set {ALLOW_ROOT}=1 to allow it, or leave "
+                f"it unset (the containers then run as {'uid 1000' if root_caller else 'you'})"
+            )
+        print(f"swarmbench: warning: {which} and {ALLOW_ROOT}=1: the containers run as root", file=sys.stderr)
+    return uid, gid
+
+
+def _id(env: dict[str, str], name: str, default: int) -> int:
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise UsageError(f"{name}={value!r} is not a numeric user/group id")
+    return int(value)
+
+
 def prepare_results(env: dict[str, str], results: Path) -> None:
-    """Make results/ writable by the container's user and run the containers as the caller."""
+    """Make RESULTS writable by the containers' user, and by no one else.
+
+    A root caller's containers run as uid 1000, which cannot write a root-owned folder: RESULTS
+    (the folder itself, not what is in it) is given to that uid. Not chmod 0777, which let every
+    local user plant or replace results. A results/ left world-writable by an older Swarmbench
+    loses that bit. A non-root caller's containers run as the caller, who owns it already."""
+    uid, gid = container_user(env)
     results.mkdir(parents=True, exist_ok=True)
-    uid, gid = os.getuid(), os.getgid()
-    if uid == 0:
-        # Root on the host: containers stay non-root (uid 1000), so let it write here.
-        uid, gid = CONTAINER_UID, CONTAINER_UID
-        results.chmod(0o777)
-    env.setdefault("SWARMBENCH_UID", str(uid))
-    env.setdefault("SWARMBENCH_GID", str(gid))
+    st = results.stat()
+    try:
+        if os.getuid() == 0 and uid != 0 and (st.st_uid, st.st_gid) != (uid, gid):
+            os.chown(results, uid, gid)
+        if st.st_mode & stat.S_IWOTH:
+            results.chmod(stat.S_IMODE(st.st_mode) & ~stat.S_IWOTH)
+    except OSError as e:
+        raise UsageError(
+            f"cannot make {results} writable by the containers' user (uid {uid}) only: {e.strerror or e}"
+        ) from None
+    env["SWARMBENCH_UID"], env["SWARMBENCH_GID"] = str(uid), str(gid)
 
 
 def run_folders(results: Path) -> set[Path]:
     return set(results.rglob(MANIFEST)) if results.exists() else set()
 
 
+def stack_env(settings: Headless, environ: dict[str, str] | None = None) -> tuple[dict[str, str], Path]:
+    """The environment every engine's stack gets (compose, swarm): the results folder prepared
+    for the containers' user, the headers file checked readable by it, the commit recorded."""
+    env = dict(settings.environ if environ is None else environ)
+    results = results_dir(env)
+    env["SWARMBENCH_RESULTS"] = str(results)
+    prepare_results(env, results)
+    if settings.headers_file:
+        check_headers_readable(settings.headers_file, env)
+    env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
+    return env, results
+
+
 def run_up(settings: Headless) -> int:
     """`docker compose up --build --scale worker=N` in the foreground: the web UI on 127.0.0.1 until
     Ctrl-C (compose stops the stack on it). Validated settings only reach compose."""
     check_docker()
-    env = dict(settings.environ)
-    results = results_dir(env)
-    env["SWARMBENCH_RESULTS"] = str(results)
-    prepare_results(env, results)
-    env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
+    env, _ = stack_env(settings)
     # The base file (the UI, not the headless override) and the optional overrides asked for.
     files = COMPOSE_FILES[:1] + tuple(f for f in compose_files(settings) if f not in COMPOSE_FILES)
     try:
@@ -110,19 +191,18 @@ def run_up(settings: Headless) -> int:
 def run_headless(settings: Headless) -> int:
     """One headless run; returns Locust's exit code (the master's)."""
     check_docker()
-    env = dict(settings.environ)
-    results = results_dir(env)
-    env["SWARMBENCH_RESULTS"] = str(results)
-    prepare_results(env, results)
-    if settings.headers_file:
-        check_headers_readable(settings.headers_file, env)
-    env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
+    env, results = stack_env(settings)
     files = compose_files(settings)
     before = run_folders(results)
-    try:
-        code = _up_and_wait(settings.workers, env, files)
-    finally:
-        _compose(env, files, "down", "--remove-orphans", "--timeout", "10", quiet=True)
+    with interruptible():
+        try:
+            code = _up_and_wait(settings.workers, env, files)
+        except Interrupted as e:  # before the master ran (building, starting): nothing to save
+            code = exits.interrupted(e.signum)
+        finally:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, signal.SIG_IGN)  # the stack comes down whatever happens next
+            _compose(env, files, "down", "--remove-orphans", "--timeout", "10", quiet=True)
     for manifest in sorted(run_folders(results) - before):
         print(f"swarmbench: results in {display(manifest.parent)}/", flush=True)
     return code
@@ -143,11 +223,12 @@ def _up_and_wait(workers: int, env: dict[str, str], files: tuple[str, ...]) -> i
     )
     try:
         code = _master_exit_code(env, files)
-    except KeyboardInterrupt:
-        # Ctrl-C: SIGTERM the master; Locust shuts down cleanly and saves what it has.
-        print("swarmbench: interrupted; stopping the run", file=sys.stderr, flush=True)
-        _compose(env, files, "stop", "--timeout", "30", "master", quiet=True)
-        code = exits.INTERRUPTED_SIGINT
+    except Interrupted as e:
+        # SIGTERM the master: it collects its workers' final stats, saves the run as
+        # "interrupted", and exits; then we exit 130 (Ctrl-C) or 143 (SIGTERM) ourselves.
+        print("swarmbench: interrupted; stopping the run and saving it", file=sys.stderr, flush=True)
+        _compose(env, files, "stop", "--timeout", str(MASTER_STOP_TIMEOUT_S), "master", quiet=True)
+        code = exits.interrupted(e.signum)
     # Workers normally quit before the master; after a master that failed to start they keep
     # retrying, so stop following once the master's last lines (the final stats) are out.
     try:

@@ -134,6 +134,7 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
     """Validate everything before anything starts; UsageError (one line) on the first problem.
 
     ARGS: flag values (None = not given); each falls back to its make variable in ENV.
+    (Over 60 lines: one validation step per setting, in the order the errors should be reported.)
     """
 
     def get(key: str, var: str, default: str | None = None) -> str | None:
@@ -246,13 +247,16 @@ def load_state(sweep_dir: Path, s: SweepSettings) -> list[Point]:
     return points
 
 
-def save_state(sweep_dir: Path, s: SweepSettings, points: Sequence[Point], state: str) -> None:
-    """sweep.json, rewritten atomically (state: running | complete | incomplete | interrupted)."""
+def save_state(
+    sweep_dir: Path, s: SweepSettings, points: Sequence[Point], state: str, engine: str = "compose"
+) -> None:
+    """sweep.json, rewritten atomically (state: running | complete | incomplete | interrupted);
+    `runner` says how the points ran: local processes, or the docker ENGINE (compose, swarm)."""
     SweepState.from_points(
         s.sweep_id,
         s.identity(),
         list(points),
         state=state,
-        runner="local" if s.local else "compose",
+        runner="local" if s.local else engine,
         git_commit=git_commit(ROOT),
     ).write(sweep_dir)

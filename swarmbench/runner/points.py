@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from swarmbench.core.launch import DEFAULT_WORKERS_WAIT_S, Launch
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sweepstate import SweepPoint as Point
 
+from .net import free_port, wait_http
 from .paths import ROOT
 from .plan import SweepSettings
 
@@ -106,6 +106,8 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 class ComposeRunner(PointRunner):
     """Each point is `python -m swarmbench headless` (the compose stack up, run, down)."""
 
+    headless_args: tuple[str, ...] = ()
+
     def setup(self) -> None:
         from .compose import check_docker
 
@@ -113,7 +115,8 @@ class ComposeRunner(PointRunner):
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
         env["SWARMBENCH_RESULTS"] = str(self.sweep_dir)
-        self.procs = [_spawn([sys.executable, "-m", "swarmbench", "headless"], env, log)]
+        cmd = [sys.executable, "-m", "swarmbench", "headless", *self.headless_args]
+        self.procs = [_spawn(cmd, env, log)]
 
     def wait(self, timeout: float) -> int | None:
         try:
@@ -124,6 +127,33 @@ class ComposeRunner(PointRunner):
     def stop(self) -> None:
         # The headless runner handles SIGINT like Ctrl-C: it stops the master, then takes the stack down.
         os.kill(self.procs[0].pid, signal.SIGINT)
+
+
+class SwarmRunner(ComposeRunner):
+    """Each point is `python -m swarmbench headless --swarm`: WORKERS replicas over the swarm's nodes."""
+
+    headless_args = ("--swarm",)
+
+    def setup(self) -> None:
+        from .swarm import check_swarm, swarm_env
+
+        check_swarm(swarm_env(self.env)["SWARMBENCH_STACK"])
+
+
+ENGINES = ("compose", "swarm")
+"""ENGINE for `make sweep`: where each point's stack runs (LOCAL=1 runs local processes instead)."""
+
+
+def point_runner(s: SweepSettings, sweep_dir: Path, env: dict[str, str]) -> PointRunner:
+    """The runner LOCAL and ENGINE ask for."""
+    engine = env.get("ENGINE") or "compose"
+    if engine not in ENGINES:
+        raise UsageError(f"ENGINE={engine!r} is not one of {', '.join(ENGINES)}")
+    if s.local:
+        if engine != "compose":
+            raise UsageError(f"LOCAL=1 runs local processes; it cannot be combined with ENGINE={engine}")
+        return LocalRunner(s, sweep_dir, env)
+    return (SwarmRunner if engine == "swarm" else ComposeRunner)(s, sweep_dir, env)
 
 
 class LocalRunner(PointRunner):
@@ -143,7 +173,7 @@ class LocalRunner(PointRunner):
             )
         # One target port for the whole sweep: the host is part of every run's settings, and
         # analysis groups runs by settings (a new port per point would split the sweep apart).
-        self.port = _free_port()
+        self.port = free_port()
         prebuilt = self.env.get("SWARMBENCH_TARGET_BIN")
         if prebuilt:
             self.binary = Path(prebuilt)
@@ -164,12 +194,12 @@ class LocalRunner(PointRunner):
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
         assert self.binary is not None
-        port, mport = self.port, _free_port()
+        port, mport = self.port, free_port()
         target_env = {**env, "PORT": str(port), "GOMAXPROCS": env.get("TARGET_CPUS") or DEFAULT_TARGET_CPUS}
         self._target = _spawn([str(self.binary)], target_env, log)
         self.procs = [self._target]
         url = f"http://127.0.0.1:{port}"
-        if not _wait_http(url + "/healthz", 15.0, self._target):
+        if not wait_http(url + "/healthz", 15.0, self._target):
             raise _PointError(f"the target did not answer on {url}/healthz")
         # The same command lines the image's entrypoint builds (swarmbench.core.launch).
         master = Launch(
@@ -229,29 +259,6 @@ class _PointError(Exception):
     """The point could not start; its message is the recorded reason."""
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url: str, timeout: float, proc: subprocess.Popen) -> bool:
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
-
-
 def last_error(log_path: Path) -> str | None:
     """The last line of a point's log that names an error (the reason a failed point records)."""
     try:
@@ -276,6 +283,11 @@ def classify(sweep_dir: Path, p: Point, code: int | None, log_path: Path) -> tup
         m = RunManifest.read(manifest)
     except InputError as e:
         return "failed", f"unreadable run.json ({e.problem})"
+    if m.partial:
+        # A measurement of something other than the point asked for (lost generators, a target
+        # that went away, a stop): not done, so a rerun of the sweep runs it again.
+        last = next((e.get("detail") for e in reversed(m.events or []) if e.get("kind") == "run_end"), None)
+        return "failed", f"run {m.status}" + (f": {last}" if last else "")
     connected = m.workers_connected if m.mode != "local" else 1
     if connected != p.workers:
         return "failed", f"only {connected} of {p.workers} workers connected"

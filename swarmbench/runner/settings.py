@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from swarmbench.core.arrival import check_settings as check_arrival
 from swarmbench.core.checks import CheckSyntaxError, parse_checks
 from swarmbench.core.errors import UsageError
+from swarmbench.core.headerlines import HeaderSyntaxError, load_headers
 from swarmbench.core.launch import DEFAULT_RUN_TIME
 
 DEFAULT_WORKERS = 1
@@ -86,6 +88,35 @@ def host(name: str, value: str) -> str:
     return value
 
 
+HOST_GATEWAY_NAME = "host.docker.internal"
+"""The name docker-compose.yml maps to the Docker host (extra_hosts: host-gateway), as Docker
+Desktop does on macOS and Windows: the one URL that reaches your own machine from the containers."""
+
+_LOOPBACK_NAMES = ("localhost", "ip6-localhost", "ip6-loopback", "0.0.0.0", "::", "::1")
+
+
+def is_loopback(hostname: str) -> bool:
+    """localhost, *.localhost, 127.0.0.0/8, ::1 (and the "any" addresses, which mean this machine)."""
+    h = hostname.lower().rstrip(".")
+    return (
+        h in _LOOPBACK_NAMES or h.endswith(".localhost") or re.fullmatch(r"127(\.\d{1,3}){3}", h) is not None
+    )
+
+
+def container_host(name: str, value: str) -> str:
+    """A host the containers can reach: inside a container, localhost is the container itself."""
+    parts = urlsplit(value)
+    if parts.hostname and is_loopback(parts.hostname):
+        port = f":{parts.port}" if parts.port else ""
+        better = parts._replace(netloc=f"{HOST_GATEWAY_NAME}{port}").geturl()
+        raise UsageError(
+            f"{name}={value!r} names this machine's loopback, but Locust runs in containers, where "
+            f"{parts.hostname} is the container itself: use {better} (the service must listen on "
+            "0.0.0.0 or the Docker bridge address, not only on 127.0.0.1)"
+        )
+    return value
+
+
 def checks(name: str, value: str) -> list[str]:
     """The threshold expressions in VALUE, each validated by the plugin's own grammar."""
     try:
@@ -103,6 +134,15 @@ def existing_file(name: str, value: str) -> str:
     except OSError as e:
         raise UsageError(f"{name}={value!r} cannot be read: {e.strerror or e}") from None
     return str(path.resolve())
+
+
+def header_lines(path: str | None, env: Mapping[str, str]) -> None:
+    """The secret headers the containers will read, checked here first: a value that cannot be sent
+    fails now with its source, line and header name (never the value), not after an image build."""
+    try:
+        load_headers(path, env)
+    except HeaderSyntaxError as e:
+        raise UsageError(str(e)) from None
 
 
 def network(name: str, value: str) -> str:
@@ -141,12 +181,14 @@ def headless_from_env(env: Mapping[str, str], staging: bool = False, ui: bool = 
     if env.get("LOCUST_SPAWN_RATE"):
         positive_float("LOCUST_SPAWN_RATE", env["LOCUST_SPAWN_RATE"])
     if env.get("LOCUST_HOST"):
-        host("LOCUST_HOST", env["LOCUST_HOST"])
+        container_host("LOCUST_HOST", host("LOCUST_HOST", env["LOCUST_HOST"]))
     if env.get("LOCUST_CHECKS"):
         checks("LOCUST_CHECKS", env["LOCUST_CHECKS"])
+    check_arrival(env)  # LOCUST_ARRIVAL_RATE / LOCUST_ARRIVAL_MAX_WAIT (core/arrival.py)
     headers = net = None
     if env.get("SWARMBENCH_HEADERS_FILE"):
         headers = existing_file("SWARMBENCH_HEADERS_FILE", env["SWARMBENCH_HEADERS_FILE"])
+    header_lines(headers, env)
     if env.get("SWARMBENCH_NETWORK"):
         net = network("SWARMBENCH_NETWORK", env["SWARMBENCH_NETWORK"])
     if env.get("LOCUST_USER_CLASSES"):

@@ -34,7 +34,7 @@ from . import settings as S
 from .compose import prepare_results
 from .paths import ROOT, results_dir
 from .plan import Point, SweepSettings, load_state, plan, save_state
-from .points import ComposeRunner, LocalRunner, PointRunner, _PointError, classify, point_verdict
+from .points import PointRunner, _PointError, classify, point_runner, point_verdict
 from .progress import Progress, fmt_duration
 
 POINT_GRACE_S = 180.0
@@ -65,7 +65,10 @@ def move_aside(sweep_dir: Path, pid: str) -> Path | None:
 def run_sweep(
     s: SweepSettings, environ: Mapping[str, str], report: bool = True, dry_run: bool = False
 ) -> int:
-    """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted."""
+    """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted.
+
+    (Just over 60 lines: setup, the point loop and its one `finally` that records the sweep's state
+    must stay together, so an interruption anywhere still writes sweep.json.)"""
     env = dict(environ)
     root = results_dir(env)
     sweep_dir = root / s.sweep_id
@@ -80,7 +83,8 @@ def run_sweep(
         if report and not (sweep_dir / REPORT_DIR / "report.html").exists():
             return 0 if make_report(sweep_dir) == 0 else 1
         return 0
-    runner: PointRunner = (LocalRunner if s.local else ComposeRunner)(s, sweep_dir, env)
+    runner: PointRunner = point_runner(s, sweep_dir, env)
+    engine = env.get("ENGINE") or "compose"
     runner.setup()
     prepare_results(env, sweep_dir)
     runner.env = env
@@ -88,10 +92,10 @@ def run_sweep(
     logs.mkdir(exist_ok=True)
     print(
         f"swarmbench: sweep {s.sweep_id}: {len(todo)} of {len(points)} points to run "
-        f"({'local processes' if s.local else 'docker compose'}) -> {sweep_dir}/",
+        f"({'local processes' if s.local else 'docker ' + (env.get('ENGINE') or 'compose')}) -> {sweep_dir}/",
         file=sys.stderr,
     )
-    save_state(sweep_dir, s, points, "running")
+    save_state(sweep_dir, s, points, "running", engine)
     progress = Progress(len(todo), S.timespan_seconds("RUN_TIME", s.run_time))
     interrupted = False
     try:
@@ -99,7 +103,7 @@ def run_sweep(
             if run_point(runner, s, sweep_dir, p, logs, progress, i, len(todo) - i):
                 interrupted = True
                 break
-            save_state(sweep_dir, s, points, "running")
+            save_state(sweep_dir, s, points, "running", engine)
     except KeyboardInterrupt:  # between two points: nothing is running
         interrupted = True
     finally:
@@ -108,7 +112,7 @@ def run_sweep(
             if interrupted
             else ("complete" if all(p.status == "done" for p in points) else "incomplete")
         )
-        save_state(sweep_dir, s, points, state)
+        save_state(sweep_dir, s, points, state, engine)
         runner.cleanup()
     done = sum(p.status == "done" for p in points)
     failed = [p for p in points if p.status == "failed"]

@@ -1,0 +1,200 @@
+"""The report's charts: each rendered once to PNG bytes (the same bytes go to the file in OUT and
+to the page), with a title, a caption saying what is drawn and how it was computed, and optionally
+the figures behind it. Pure: no file is written here (cli.py writes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from . import columns as C
+from . import health, open_model, plots
+from .knee import knee as find_knee
+from .load import Run
+from .plots import figure_png
+from .scaling import ScalingGroup
+from .timeseries import run_series
+
+
+@dataclass(frozen=True)
+class Chart:
+    filename: str  # the PNG's name in the output folder
+    title: str
+    caption: str
+    png: bytes
+    table: pd.DataFrame | None = None  # figures behind the chart, shown under it (e.g. the knee's steps)
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._+-" else "-" for ch in name)
+
+
+def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[ScalingGroup]) -> list[Chart]:
+    """Every chart of the report, rendered once (the same bytes go to the PNG file and the page),
+    in the page's order."""
+    return [
+        *_scaling_charts(groups),
+        *_comparison_charts(runs, summary),
+        *_knee_charts(runs),
+        *_whole_run_charts(summary),
+        *_over_time_charts(runs),
+        *(Chart(*c) for c in health.charts(runs)),
+        *_open_model_charts(runs),
+    ]
+
+
+def _scaling_charts(groups: Sequence[ScalingGroup]) -> list[Chart]:
+    """Speedup and throughput vs workers, per scaling group of two or more worker counts."""
+    charts: list[Chart] = []
+    for g in groups:
+        if len(g.points) < 2:
+            continue
+        charts.append(
+            Chart(
+                f"speedup_{g.slug}.png",
+                f"Speedup — {g.key.label()}",
+                "Dots: runs; circles with bars: mean and min–max of repeats, divided by the fitted "
+                "one-worker throughput γ. Dotted: ideal linear speedup.",
+                figure_png(plots.speedup_figure(g)),
+            )
+        )
+        charts.append(
+            Chart(
+                f"throughput_{g.slug}.png",
+                f"Throughput vs workers — {g.key.label()}",
+                "Locust's Aggregated requests/s per run, with the fitted Amdahl and USL curves.",
+                figure_png(plots.throughput_figure(g)),
+            )
+        )
+    return charts
+
+
+def _comparison_charts(runs: Sequence[Run], summary: pd.DataFrame) -> list[Chart]:
+    """User classes side by side; store strategies side by side (when the runs cover several)."""
+    charts: list[Chart] = []
+    if summary[C.USER_CLASS].dropna().nunique() >= 2:
+        charts.append(
+            Chart(
+                "user_classes.png",
+                "User classes side by side",
+                "Same scenario under each Locust client: throughput and latency per worker count.",
+                figure_png(plots.user_class_comparison_figure(summary)),
+            )
+        )
+    stores = stores_table(runs)
+    if stores is not None:
+        charts.append(
+            Chart(
+                "stores.png",
+                "Target store strategies",
+                "Same scenario against each ALBUMS_STORE strategy, per request mix: bars are means of "
+                "repeats, ticks min–max.",
+                figure_png(plots.stores_figure(stores)),
+            )
+        )
+    return charts
+
+
+def _knee_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Step-load runs: per-step throughput and latency, the knee (or why there is none)."""
+    charts: list[Chart] = []
+    for run in runs:
+        k = find_knee(run)
+        if k is not None:
+            charts.append(
+                Chart(
+                    f"knee_{_safe(run.run_id)}.png",
+                    f"Knee — {run.run_id}",
+                    k.sentence() + " One point per step: its throughput from request counts within the "
+                    "step after settling, its p50/p95 the median of Locust's ~10 s-window values once "
+                    "that window holds the step alone.",
+                    figure_png(plots.knee_figure(k, run.label)),
+                    k.table(),
+                )
+            )
+    return charts
+
+
+def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
+    """Percentiles per endpoint; latency against users."""
+    charts = [
+        Chart(
+            "endpoint_percentiles.png",
+            "Response-time percentiles per endpoint",
+            "Locust's cumulative percentiles over each whole run (from *_stats.csv).",
+            figure_png(plots.endpoint_percentiles_figure(summary)),
+        )
+    ]
+    if summary[C.USERS].notna().any():
+        charts.append(
+            Chart(
+                "latency_vs_users.png",
+                "Latency vs users",
+                "Aggregated whole-run percentiles against the configured number of users.",
+                figure_png(plots.latency_vs_users_figure(summary)),
+            )
+        )
+    return charts
+
+
+def _over_time_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Each run's throughput (from request counts) and percentiles over time."""
+    charts: list[Chart] = []
+    for run in runs:
+        series = run_series(run)
+        if series.empty:
+            continue
+        charts.append(
+            Chart(
+                f"over_time_{_safe(run.run_id)}.png",
+                f"Over time — {run.run_id}",
+                f"Throughput: differences of Locust's cumulative request counts over "
+                f"{series.attrs['window_s']} s windows (the workers' report interval, "
+                f"{series.attrs['interval_s']} s, read from when the counts change), not Locust's "
+                "lagging Requests/s column; dotted: partial windows holding the workers' first reports "
+                "or final flush. Percentiles: Locust's, at each window's end; empty windows are gaps. "
+                "The same numbers are in timeseries.csv.",
+                figure_png(plots.over_time_figure(series, run.label)),
+            )
+        )
+    return charts
+
+
+def _open_model_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Open-model (--arrival-rate) runs: offered vs achieved rate, drops and both latency curves,
+    with the run in words (rates, drops, the coordinated-omission gap, capacity) as the caption."""
+    out = []
+    for run in runs:
+        if not open_model.is_open_run(run.folder):
+            continue
+        om = open_model.load(run.folder)
+        out.append(
+            Chart(
+                f"open_model_{_safe(run.run_id)}.png",
+                f"Open model — {run.run_id}",
+                " · ".join(open_model.summary_lines(om)),
+                figure_png(open_model.figure(om, run.run_id)),
+            )
+        )
+    return out
+
+
+def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
+    """One row per run (store, mix, rps, p95) when the runs cover two or more store strategies."""
+    rows = [
+        {
+            C.STORE: r.meta.store,
+            "mix": r.meta.albums_mix or "default",
+            C.RPS_OUT: float(r.aggregated[C.RPS_OUT]),
+            C.P95_MS: float(r.aggregated[C.P95_MS]),
+        }
+        for r in runs
+        if r.meta.store
+    ]
+    table = pd.DataFrame(rows)
+    if table.empty or table[C.STORE].nunique() < 2:
+        return None
+    return table

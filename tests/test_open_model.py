@@ -1,0 +1,382 @@
+"""Open-model load (--arrival-rate): the stage grammar, exact HDR merges, and real Locust runs
+against the real target -- the rate held across two workers, drops and queueing on a slow target,
+a locustfile of one's own.
+
+The pure parts (core/arrival.py, plugin/hdr.py) are imported here; Locust only runs in subprocesses.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, Target, free_port, locust_cmd, run_locust, run_module
+from runs import manifest, method_counts, only_run, stats, target_album_requests, total
+
+from swarmbench.analysis import open_model as open_analysis
+from swarmbench.core import folder
+from swarmbench.core.arrival import (
+    ArrivalCounts,
+    check_settings,
+    judge_open,
+    parse_arrival_rate,
+    parse_duration,
+    summarize,
+)
+from swarmbench.core.errors import UsageError
+from swarmbench.plugin.hdr import AGGREGATED, CSV_COLUMNS, LatencyBook
+
+# --- the grammar ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "at", "rate"),
+    [
+        ("100", 12.0, 100.0),
+        ("100/s", 0.0, 100.0),
+        ("50; 100@30s", 15.0, 75.0),
+        ("50; 100@30s", 31.0, 100.0),
+        ("50; 100@30s; 400@60s", 60.0, 250.0),
+        ("100@10s", 2.5, 25.0),
+        ("50; 50@30s; 200@0s; 200@1m", 29.0, 50.0),
+        ("50; 50@30s; 200@0s; 200@1m", 30.0, 200.0),
+        ("10; 0@500ms", 1.0, 0.0),
+    ],
+)
+def test_schedule_rate_follows_the_stages(spec, at, rate):
+    assert parse_arrival_rate(spec).rate_at(at) == pytest.approx(rate)
+
+
+@pytest.mark.parametrize("spec", ["100", "50; 100@30s; 400@60s", "100@10s", "10; 0@5s; 300@2s", "7; 3@4s"])
+def test_time_at_inverts_the_iteration_count(spec):
+    """The scheduler fires the n-th iteration at time_at(n); iterations() integrates the rate."""
+    s = parse_arrival_rate(spec)
+    for n in [0.5, 1, 7, 33.3, 100, 500, 1234]:
+        t = s.time_at(n)
+        assert s.iterations(t) == pytest.approx(n, rel=1e-9), (spec, n, t)
+    # 50/s for 30 s then a ramp to 100/s over 30 s: 1500 + 2250 iterations in the first minute
+    assert parse_arrival_rate("50; 50@30s; 100@30s").iterations(60) == pytest.approx(3750)
+
+
+def test_a_schedule_ending_at_zero_never_offers_more():
+    s = parse_arrival_rate("10; 0@2s")  # 10 iterations in 2 s, then nothing
+    assert s.iterations(100) == pytest.approx(10)
+    assert s.time_at(11) == float("inf")
+
+
+BAD_SCHEDULES = {
+    "": "empty arrival rate",
+    "fast": "stage 1 'fast': 'fast' is not a rate",
+    "10; 20": "stage 2 '20': only the first stage may omit",
+    "10;": "stage 2 '': empty stage",
+    "10; 20@3x": "'3x' is not a duration",
+    "-5": "must be between 0 and",
+    "nan": "must be between 0 and",
+    "0; 0@10s": "every rate is 0",
+}
+"""A malformed --arrival-rate -> words its one-line error must contain."""
+
+
+@pytest.mark.parametrize(("spec", "words"), BAD_SCHEDULES.items())
+def test_bad_schedules_name_the_stage(spec, words):
+    with pytest.raises(ValueError) as e:
+        parse_arrival_rate(spec)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_runner_checks_the_settings_before_anything_starts():
+    check_settings({"LOCUST_ARRIVAL_RATE": "50; 100@30s", "LOCUST_ARRIVAL_MAX_WAIT": "500ms"})
+    check_settings({})
+    with pytest.raises(UsageError, match="LOCUST_ARRIVAL_RATE: invalid arrival rate '100@soon'"):
+        check_settings({"LOCUST_ARRIVAL_RATE": "100@soon"})
+    with pytest.raises(UsageError, match="LOCUST_ARRIVAL_MAX_WAIT='-1s'"):
+        check_settings({"LOCUST_ARRIVAL_RATE": "100", "LOCUST_ARRIVAL_MAX_WAIT": "-1s"})
+    assert parse_duration("1.5m") == 90 and parse_duration("250ms") == 0.25 and parse_duration("3") == 3
+
+
+# --- counts and HDR merges --------------------------------------------------------------------------
+
+
+def test_counts_from_two_workers_add_up():
+    a, b = ArrivalCounts(), ArrivalCounts()
+    for i in range(250):
+        a.record(i // 100, started=True)
+        b.record(i // 100, started=i % 10 != 0)
+    a.cover(0.1), a.cover(2.6), b.cover(0.2), b.cover(2.4)
+    b.exhaustion_events = 25
+    total_ = ArrivalCounts()
+    for part in (a, b):
+        total_.add_report(json.loads(json.dumps(part.to_report())))  # the report crosses a wire
+    assert (total_.scheduled, total_.started, total_.dropped) == (500, 475, 25)
+    assert total_.rows() == [[0, 200, 190, 10], [1, 200, 190, 10], [2, 100, 95, 5]]
+    assert total_.span == [0.1, 2.6]
+    out = summarize("200", parse_arrival_rate("200"), total_, pool=10)
+    assert out["window_s"] == 2.5 and out["offered_rate"] == 200
+    assert out["achieved_rate"] == 190 and out["dropped_iterations"] == 25
+    assert out["max_dropped_per_s"] == 10 and out["pool_exhaustion_events"] == 25
+
+
+def test_hdr_merge_of_two_workers_equals_the_histogram_of_all_samples(tmp_path):
+    rng = random.Random(12)
+    everything, workers = LatencyBook(), [LatencyBook(), LatencyBook()]
+    for i in range(20_000):
+        name = rng.choice(["GET /albums", "GET /albums/{id}", "POST /albums"])
+        ms = rng.lognormvariate(1.0, 1.2) + (2_000 * rng.random() if i % 500 == 0 else 0)  # a long tail
+        for kind, value in (("service", ms), ("intended", ms + rng.expovariate(0.5))):
+            everything.record(name.split()[0], name, kind, value)
+            workers[i % 2].record(name.split()[0], name, kind, value)
+    shipped = [json.loads(json.dumps(w.take())) for w in workers]  # each worker's report, over a wire
+    assert not workers[0] and not workers[1], "take() must start the next report from zero"
+    merged = LatencyBook()
+    for report in shipped:  # what the master does
+        merged.merge(report)
+    assert merged.hists.keys() == everything.hists.keys()
+    for key, hist in everything.hists.items():
+        assert list(merged.hists[key].counts) == list(hist.counts), key  # every bucket
+    assert merged.rows() == everything.rows()
+    # ... and as two run folders' JSON files that an analysis merges
+    runs = [tmp_path / "run1", tmp_path / "run2"]
+    for run_dir, report in zip(runs, shipped, strict=True):
+        run_dir.mkdir()
+        part = LatencyBook()
+        part.merge(report)
+        (run_dir / folder.LATENCY_HDR_JSON).write_text(json.dumps(part.to_json()))
+    assert open_analysis.merged_latency(runs).rows() == everything.rows()
+    assert LatencyBook.read(runs[0] / folder.LATENCY_HDR_JSON).rows() != everything.rows()
+    agg = [r for r in everything.rows() if r["name"] == AGGREGATED]
+    assert [r["kind"] for r in agg] == ["service", "intended"] and agg[0]["count"] == 20_000
+    for r in agg:  # 3 significant digits, and never a percentile above the max (Locust's can be)
+        assert r["p50_ms"] <= r["p90_ms"] <= r["p99_ms"] <= r["p99.9_ms"] <= r["p99.99_ms"] <= r["max_ms"]
+
+
+def judged(dropped_ratio: float, first: float, last: float, **run: object) -> dict:
+    om = {"offered_rate": 100, "scheduled_rate": 100, "achieved_rate": 100 * (1 - dropped_ratio)}
+    om["dropped_ratio"] = dropped_ratio
+    om.update(intended_p99_first_third_ms=first, intended_p99_last_third_ms=last)
+    return judge_open({"open_model": om, "duration_s": 20.0, **run})
+
+
+def test_open_verdict_capacity_and_what_limited_it():
+    assert judged(0.002, 10.0, 14.0)["capacity_reached"] is False  # held: few drops, flat latency
+    assert judged(0.0, 3.0, 9.0)["capacity_reached"] is False  # 3x, but 6 ms: noise, not a queue
+    growing = judged(0.0, 120.0, 1100.0)
+    assert growing["capacity_reached"] and growing["by"] == "neither", growing
+    assert "120 -> 1100 ms" in growing["reason"]
+    late = judge_open({"open_model": {"offered_rate": 4000, "scheduled_rate": 3520, "dropped_ratio": 0.0}})
+    assert late["capacity_reached"] and late["by"] == "generator CPU" and "3520 of 4000" in late["reason"]
+    busy_worker = {"worker_cpu": {"per_worker": [{"id": "w1", "mean_percent": 97.0}]}}
+    assert judged(0.05, 10.0, 10.0, **busy_worker)["by"] == "generator CPU"
+    busy_target = {"target": {"cpu_seconds": 36.0, "cpus": 2}}  # 36 s of 2 CPUs in 20 s: 90 %
+    v = judged(0.05, 10.0, 10.0, **busy_target)
+    assert v["by"] == "target CPU" and "5.0% dropped" in v["reason"] and "90%" in v["reason"], v
+
+
+# --- real runs ----------------------------------------------------------------------------------------
+
+
+def open_model(run_dir: Path) -> dict:
+    m = manifest(run_dir)
+    assert isinstance(m.get("open_model"), dict), f"run.json has no open_model: {sorted(m)}"
+    return m["open_model"]
+
+
+def hdr_rows(run_dir: Path) -> dict[tuple[str, str], dict[str, str]]:
+    with open(run_dir / folder.LATENCY_HDR_CSV, newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == CSV_COLUMNS
+        return {(r["name"], r["kind"]): r for r in reader}
+
+
+def test_rate_held_across_two_workers(albums_target, tmp_path):
+    """100 iterations/s split over two worker processes for ~16 s: achieved within 1 %, every
+    iteration one request the target served, the journey's 3:1 kept, both latencies recorded."""
+    port = str(free_port())
+    res = run_locust(
+        "--processes", "2", "--master-bind-port", port, "--master-port", port, "--headless",
+        "-H", albums_target.url, "-t", "17s", "-u", "40", "-r", "40", "--arrival-rate", "100",
+        "--results-dir", str(tmp_path), "AlbumsFastHttpUser",
+        timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = only_run(tmp_path)
+    om = open_model(run_dir)
+    assert om["window_s"] > 14, om
+    assert om["offered_rate"] == pytest.approx(100, rel=1e-6)
+    assert om["achieved_rate"] == pytest.approx(100, rel=0.01), om
+    assert om["dropped_ratio"] < 0.01, om
+    workers = om["per_worker"]
+    assert len(workers) == 2, workers
+    for w in workers.values():  # 20 users each: half the rate each
+        assert w["scheduled"] == pytest.approx(om["iterations_scheduled"] / 2, rel=0.02), workers
+    rows = stats(run_dir)
+    requests = total(rows)
+    assert total(rows, "Failure Count") == 0
+    # one request per iteration (an iteration handed out at the very stop may never run)
+    assert om["iterations_started"] - 2 <= requests <= om["iterations_started"]
+    assert requests == target_album_requests(albums_target.metrics())
+    by_method = method_counts(rows)
+    assert by_method["GET"] / by_method["POST"] == pytest.approx(3, rel=0.05), by_method
+    hdr = hdr_rows(run_dir)
+    assert int(hdr[(AGGREGATED, "service")]["count"]) == requests
+    assert int(hdr[(AGGREGATED, "intended")]["count"]) == requests
+    assert float(hdr[(AGGREGATED, "intended")]["p50_ms"]) >= float(hdr[(AGGREGATED, "service")]["p50_ms"])
+    with open(run_dir / folder.ARRIVAL_CSV, newline="") as f:
+        per_second = list(csv.DictReader(f))
+    assert sum(int(r["started"]) for r in per_second) == om["iterations_started"]
+    full = [int(r["scheduled"]) for r in per_second[1:-1]]  # whole seconds of the schedule
+    assert full and all(n == pytest.approx(100, abs=2) for n in full), full
+
+
+@pytest.mark.parametrize("max_wait", ["0", "1s"])
+def test_slow_target_drops_and_shows_what_a_closed_loop_hides(albums_binary, tmp_path, max_wait):
+    """5 users, 100 ms per request: at most ~50 iterations/s of the 100 offered can start. Dropped
+    at once (max wait 0), the started ones run on time; allowed to wait 1 s for a user, they
+    queue, and the intended-start p99 is far above Locust's service-time p99."""
+    target = Target(albums_binary, ALBUMS_DELAY="100ms")
+    try:
+        res = run_locust(
+            "--headless", "-H", target.url, "-t", "7s", "-u", "5", "-r", "5", "--arrival-rate", "100",
+            "--arrival-max-wait", max_wait, "--results-dir", str(tmp_path), "AlbumsHttpUser",
+        )  # fmt: skip
+    finally:
+        target.stop()
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = only_run(tmp_path)
+    om = open_model(run_dir)
+    assert om["achieved_rate"] <= 52, om  # 5 users / 0.1 s
+    assert om["dropped_iterations"] >= 0.3 * om["iterations_scheduled"], om
+    assert om["pool_exhaustion_events"] >= 1
+    assert om["iterations_started"] + om["dropped_iterations"] == om["iterations_scheduled"]
+    hdr = hdr_rows(run_dir)
+    service = float(hdr[(AGGREGATED, "service")]["p99_ms"])
+    intended = float(hdr[(AGGREGATED, "intended")]["p99_ms"])
+    assert service >= 100
+    if max_wait == "0":
+        assert om["queued_iterations"] == 0
+        assert intended < service + 300, (intended, service)  # on time (give or take a busy CPU) or never
+    else:
+        assert om["queued_iterations"] > 0
+        assert intended > 900 and intended > 3 * service, (intended, service)
+    run = open_analysis.load(run_dir)  # the analysis: curves, gap, verdict
+    assert run.verdict["capacity_reached"] and run.verdict["by"] != "target CPU", run.verdict
+    assert len(open_analysis.figure(run).axes) == 2
+    if max_wait != "0":
+        assert run.gap_p99_ms().max() > 500  # the queue for a free user, second by second
+        report = run_module("analysis", "report", run_dir, "-o", tmp_path / "report")
+        assert report.returncode == 0, report.stderr[-2000:]
+        page = (tmp_path / "report" / "report.html").read_text()
+        assert f"Open model — {run_dir.name}" in page and "capacity reached" in page
+        assert (tmp_path / "report" / f"open_model_{run_dir.name}.png").is_file()
+
+
+OWN_LOCUSTFILE = """
+from locust import HttpUser, TaskSet, constant, task
+from swarmbench.plugin import install
+
+install()
+
+
+class Browse(TaskSet):
+    wait_time = constant(5)  # its own wait: the open model must replace this one too
+
+    @task
+    def two_requests(self):
+        self.client.get("/healthz", name="health")
+        self.client.get("/albums?limit=1", name="first page")
+
+
+class Visitor(HttpUser):
+    wait_time = constant(5)  # closed loop: 10 users could start at most 2 iterations/s
+    tasks = [Browse]
+
+    def on_start(self):
+        self.client.get("/albums?limit=1", name="login")
+
+
+class Admin(Visitor):  # inherits the wrapped on_start: must not wait for two iterations
+    pass
+"""
+
+
+def test_a_locustfile_of_ones_own(albums_target, tmp_path):
+    locustfile = tmp_path / "mine.py"
+    locustfile.write_text(textwrap.dedent(OWN_LOCUSTFILE))
+    res = run_locust(
+        "-f", str(locustfile), "--headless", "-H", albums_target.url, "-t", "6s", "-u", "10", "-r", "10",
+        "--arrival-rate", "40", "--results-dir", str(tmp_path / "results"),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = only_run(tmp_path / "results")
+    om = open_model(run_dir)
+    assert om["achieved_rate"] == pytest.approx(40, rel=0.03), om  # 20x the closed loop's cap
+    hdr = hdr_rows(run_dir)
+    started = om["iterations_started"]
+    assert started - 2 <= int(hdr[("first page", "intended")]["count"]) <= started
+    assert int(hdr[("login", "service")]["count"]) == 10
+    assert ("login", "intended") not in hdr  # on_start is no iteration
+    # the second request of an iteration waited for the first: later from the intended start
+    assert float(hdr[("first page", "intended")]["p50_ms"]) >= float(hdr[("health", "intended")]["p50_ms"])
+
+
+def test_a_bad_arrival_rate_stops_before_a_folder_exists(albums_target, tmp_path):
+    res = run_locust(
+        "--headless", "-H", albums_target.url, "-t", "2s", "--arrival-rate", "100; 200@later",
+        "--results-dir", str(tmp_path),
+    )  # fmt: skip
+    assert res.returncode != 0
+    errors = [line for line in res.stderr.splitlines() if "error" in line.lower()]
+    assert errors == [
+        "swarmbench: error: --arrival-rate/LOCUST_ARRIVAL_RATE: invalid arrival rate '100; 200@later': "
+        "stage 2 '200@later': 'later' is not a duration like 30s, 500ms, 2m or 1h; expected "
+        "'RATE[@DURATION]; ...' such as '100', '50; 100@30s' or '100@10s; 400@1m'"
+    ], res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_rate_re_split_when_a_worker_goes_missing(albums_target, tmp_path):
+    """Two workers share 100/s; one is killed: once the master sees it missing, the other takes the
+    whole rate (the lost worker's iterations meanwhile are counted as unscheduled, not hidden)."""
+    port = str(free_port())
+    common = ["--arrival-rate", "100", "AlbumsFastHttpUser"]
+    workers = [
+        subprocess.Popen(
+            locust_cmd("--worker", "--master-port", port, *common),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    master = subprocess.Popen(
+        locust_cmd(
+            "--master", "--master-bind-port", port, "--expect-workers", "2", "--headless",
+            "-H", albums_target.url, "-t", "16s", "-u", "20", "-r", "20",
+            "--results-dir", str(tmp_path), *common,
+        ),
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(6)
+        workers[1].kill()
+        _, stderr = master.communicate(timeout=90)
+    finally:
+        for p in (master, *workers):
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=30)
+    assert "went missing" in stderr, stderr[-2000:]
+    run_dir = only_run(tmp_path)
+    om = open_model(run_dir)
+    assert len(om["per_worker"]) == 2
+    with open(run_dir / folder.ARRIVAL_CSV, newline="") as f:
+        scheduled = [int(r["scheduled"]) for r in csv.DictReader(f)]
+    assert min(scheduled[2:-1]) <= 60, scheduled  # half the rate while the master had not noticed
+    assert all(n == pytest.approx(100, abs=2) for n in scheduled[-4:-1]), scheduled  # then all of it
+    assert om["unscheduled_iterations"] >= 100, om
