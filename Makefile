@@ -47,7 +47,7 @@ swarm-lab: ## (root) a second Docker engine in a network namespace, joined to a 
 swarm-lab-down: ## remove everything swarm-lab created (namespace, engine, its data, its swarm)
 	$(PYTHON) -m swarmbench swarm-lab down
 
-sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1|ENGINE=swarm -> results/<sweep-id>/
+sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_TIME USERS MODE SWEEP_ID LOCAL=1|ENGINE=swarm ARRIVAL_RATE -> results/<sweep-id>/
 	$(SWEEP_PYTHON) -m swarmbench sweep
 
 # The store comparison: each ALBUMS_STORE strategy under a write-heavy and a read-heavy mix. Lock
@@ -55,7 +55,7 @@ sweep: $(VENV)/.installed ## scaling sweep: WORKERS="1 2 4" CLASSES REPEATS RUN_
 sweep-stores: $(VENV)/.installed ## store strategies: STORES="mutex rwmutex syncmap sharded" x MIXES="post-heavy read-heavy"
 	$(SWEEP_PYTHON) -m swarmbench sweep --store-comparison
 
-knee: $(VENV)/.installed ## step load (STEP_USERS="START STEP SECONDS MAX") -> results/<run-id>/ + a report marking the knee
+knee: $(VENV)/.installed ## step load (STEP_USERS or STEP_RATES="START STEP SECONDS MAX", LOCAL=1) -> results/<run-id>/ + a report marking the knee
 	$(SWEEP_PYTHON) -m swarmbench knee
 
 tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin

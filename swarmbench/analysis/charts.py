@@ -10,8 +10,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from swarmbench.core.arrival import DROP_LIMIT
+
 from . import columns as C
-from . import health, open_model, plots
+from . import health, open_knee, open_model, plots
+from .knee import Knee
 from .knee import knee as find_knee
 from .load import Run
 from .plots import figure_png
@@ -100,22 +103,19 @@ def _comparison_charts(runs: Sequence[Run], summary: pd.DataFrame) -> list[Chart
 
 def _knee_charts(runs: Sequence[Run]) -> list[Chart]:
     """Step-load runs: per-step throughput and latency, the knee (or why there is none)."""
-    charts: list[Chart] = []
-    for run in runs:
-        k = find_knee(run)
-        if k is not None:
-            charts.append(
-                Chart(
-                    f"knee_{_safe(run.run_id)}.png",
-                    f"Knee — {run.run_id}",
-                    k.sentence() + " One point per step: its throughput from request counts within the "
-                    "step after settling, its p50/p95 the median of Locust's ~10 s-window values once "
-                    "that window holds the step alone.",
-                    figure_png(plots.knee_figure(k, run.label)),
-                    k.table(),
-                )
-            )
-    return charts
+    knees = [(run, find_knee(run)) for run in runs]
+    return [_knee_chart(run, k) for run, k in knees if k is not None]
+
+
+def _knee_chart(run: Run, k: Knee) -> Chart:
+    caption = (
+        " One point per step: its throughput from request counts within the step after settling, its "
+        "p50/p95 the median of Locust's ~10 s-window values once that window holds the step alone."
+    )
+    png = figure_png(plots.knee_figure(k, run.label))
+    return Chart(
+        f"knee_{_safe(run.run_id)}.png", f"Knee — {run.run_id}", k.sentence() + caption, png, k.table()
+    )
 
 
 def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
@@ -165,18 +165,35 @@ def _over_time_charts(runs: Sequence[Run]) -> list[Chart]:
 
 def _open_model_charts(runs: Sequence[Run]) -> list[Chart]:
     """Open-model (--arrival-rate) runs: offered vs achieved rate, drops and both latency curves,
-    with the run in words (rates, drops, the coordinated-omission gap, capacity) as the caption."""
-    out = []
-    for run in runs:
-        if not open_model.is_open_run(run.folder):
-            continue
-        om = open_model.load(run.folder)
+    with the run in words (rates, drops, the coordinated-omission gap, capacity, the knee of a
+    stepped schedule with its steps as the table) as the caption; then what each worker count sustained."""
+    opened = [(run, open_model.load(run.folder)) for run in runs if open_model.is_open_run(run.folder)]
+    if not opened:
+        return []
+    out, bound = [], open_knee.p99_bound_ms()
+    for run, om in opened:
+        k = open_knee.knee(om, bound)
         out.append(
             Chart(
                 f"open_model_{_safe(run.run_id)}.png",
                 f"Open model — {run.run_id}",
-                " · ".join(open_model.summary_lines(om)),
+                " · ".join([*open_model.summary_lines(om), *([k.sentence()] if k else [])]),
                 figure_png(open_model.figure(om, run.run_id)),
+                None if k is None else k.steps,
+            )
+        )
+    table = open_knee.sweep_table([(run.user_class, run.workers, om) for run, om in opened])
+    if table is not None:
+        out.append(
+            Chart(
+                "open_model_sustained.png",
+                "Highest arrival rate sustained vs workers",
+                "Per worker count: the highest step of the arrival-rate schedule that every repeat "
+                f"sustained (achieved within {DROP_LIMIT:.0%} of offered, < {DROP_LIMIT:.0%} dropped, each "
+                f"step after its first {open_knee.SETTLE_S} s), bars up to the best repeat's. 0: not even "
+                "the first step.",
+                figure_png(open_knee.sweep_figure(table)),
+                table,
             )
         )
     return out

@@ -12,6 +12,9 @@ this package may import Locust, gevent, psutil, pandas or anything else outside 
     sweepstate  sweep.json: SweepState and SweepPoint (one reader, one writer)
     wait        the --wait-time spec: parsed once, think time and offered-rate cap
     checks      the threshold grammar `[NAME:]METRIC OP VALUE`
+    headerlines request-header lines (`Name: value`): parsed and validated, values never echoed
+    arrival     the --arrival-rate stage grammar, iteration counts, the open-model verdict
+    rate_steps  stepped arrival rates (knee --rates) and the constant-rate steps of a schedule
     experiment  request mixes, store strategies, sweep modes, the step-load spec
     verdict     the bottleneck rules, their thresholds and their wording
     target      the bundled target's /metrics (scrape, parse, delta)

@@ -10,6 +10,7 @@ opened at each Start and written at its Stop, with the same functions.
 from __future__ import annotations
 
 import logging
+import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
@@ -241,6 +242,11 @@ def conclude(run: Run) -> str:
     if run.manifest.status is None:
         run.health.closing = True
         total = run.env.stats.total
+        if run.ended_at is not None:
+            # One last look with the final counts, as of the run's end: requests that hung until the
+            # stop (a vanished target can take a connection timeout to fail) are counted only now.
+            end = time.monotonic() - (datetime.now(UTC) - run.ended_at).total_seconds()
+            run.health.requests(total.num_requests, total.num_failures, now=end)
         status = run.health.status(total.num_requests, total.num_failures)
         line = run.health.summary(status, total.num_requests, total.num_failures)
         run.health.record(RUN_END, line)

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             return compose.run_up(settings.up_from_env(os.environ))
         if args.command == "knee":
-            return knee.run_knee(os.environ, steps=args.steps)
+            return knee.run_knee(os.environ, steps=args.steps, rates=args.rates, local=args.local)
         if args.command == "swarm-lab":
             return swarmlab.up(dict(os.environ)) if args.action == "up" else swarmlab.down()
         if args.command == "headless":
@@ -110,6 +110,12 @@ def add_sweep_parser(sub) -> None:
         ),
         ("--mixes", "LIST", f"request mixes to sweep: {' '.join(MIXES)} (MIXES; default: not swept)"),
         (
+            "--arrival-rate",
+            "SPEC",
+            "open model: every point offers this schedule, e.g. '100; 100@20s; 200@0s; 200@20s' "
+            "(ARRIVAL_RATE; --users is the pool; the report: the highest rate N workers sustain)",
+        ),
+        (
             "--sweep-id",
             "ID",
             "folder under results/; the same id resumes (SWEEP_ID; default sweep-<UTC time>)",
@@ -143,3 +149,10 @@ def add_knee_parser(sub) -> None:
         metavar="SPEC",
         help=f"'START STEP SECONDS MAX' users (STEP_USERS; default '{knee.DEFAULT_STEPS}')",
     )
+    p.add_argument(
+        "--rates",
+        metavar="SPEC",
+        help="'START STEP SECONDS MAX' iterations/s: an open-model knee, e.g. '100 100 20 800' "
+        "(STEP_RATES; the intended-start p99 bound: KNEE_P99_MS, default 500)",
+    )
+    p.add_argument("--local", action="store_true", help="local processes instead of docker compose (LOCAL=1)")

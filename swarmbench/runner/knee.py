@@ -1,21 +1,30 @@
 """`python -m swarmbench knee`: a step load, then a report that marks the latency-vs-throughput knee.
 
-Users rise START, START+STEP, ... up to MAX, SECONDS per step (locustfiles/step_load.py, driven by
-LOCUST_STEP_USERS); the run lasts exactly the steps (plus a few seconds), its folder is
-results/knee-<UTC time>/ unless LOCUST_RUN_ID says otherwise, and `python -m analysis report`
-writes <run>/analysis/. The exit code is the run's.
+Closed model (STEP_USERS): users rise START, START+STEP, ... up to MAX, SECONDS per step
+(locustfiles/step_load.py, driven by LOCUST_STEP_USERS). Open model (STEP_RATES / --rates): the
+arrival rate rises START, START+STEP, ... up to MAX iterations/s (core/rate_steps.py), run by a pool
+of LOCUST_USERS users, and the knee is the highest rate held (analysis/open_knee.py, KNEE_P99_MS).
+The run lasts exactly the steps (plus a few seconds), its folder is results/knee-<UTC time>/ unless
+LOCUST_RUN_ID says otherwise, and `python -m analysis report` writes <run>/analysis/. The exit code
+is the run's. --local (LOCAL=1) runs the Go target, a master and WORKERS workers as local processes.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from swarmbench.core import arrival
 from swarmbench.core.errors import UsageError
-from swarmbench.core.experiment import parse_step_users
+from swarmbench.core.experiment import STRONG, parse_step_users
+from swarmbench.core.rate_steps import knee_p99_ms, parse_step_rates
+from swarmbench.core.sweepstate import SweepPoint
 
 from . import compose, settings
 from .paths import results_dir
+from .plan import SweepSettings
+from .points import LocalRunner, _PointError
 from .sweep import make_report
 
 DEFAULT_STEPS = "10 20 20 130"
@@ -29,10 +38,28 @@ DEFAULTS = {
 """The knee run's scenario: the cheaper client and a short think time, so the steps load the server
 rather than the generators (each is overridable by its variable)."""
 
+OPEN_DEFAULTS = {
+    "LOCUST_LOCUSTFILE": "locustfiles/albums.py",
+    "LOCUST_USER_CLASSES": "AlbumsFastHttpUser",
+    "LOCUST_USERS": "200",
+}
+"""The open-model knee's scenario: the cheaper client and a pool of 200 users, which holds 2,000
+iterations/s up to 100 ms per iteration -- past that the pool, not the server, would be the knee
+(raise LOCUST_USERS for higher rates)."""
 
-def knee_env(environ: Mapping[str, str], steps: str | None = None) -> dict[str, str]:
+LOCAL_GRACE_S = 90
+"""Seconds a --local knee may run past its run time (start-up, the stop timeout, writing results)
+before its processes are killed."""
+
+
+def knee_env(
+    environ: Mapping[str, str], steps: str | None = None, rates: str | None = None
+) -> dict[str, str]:
     """The environment of the knee's headless run; UsageError (one line) on a bad step spec."""
     env = dict(environ)
+    rates = rates or env.get("STEP_RATES")
+    if rates:
+        return _open_env(env, rates)
     spec = steps or env.get("STEP_USERS") or env.get("LOCUST_STEP_USERS") or DEFAULT_STEPS
     try:
         step_load = parse_step_users(spec)
@@ -46,10 +73,59 @@ def knee_env(environ: Mapping[str, str], steps: str | None = None) -> dict[str, 
     return env
 
 
-def run_knee(environ: Mapping[str, str], steps: str | None = None) -> int:
-    env = knee_env(environ, steps)
-    code = compose.run_headless(settings.headless_from_env(env))
+def _open_env(env: dict[str, str], rates: str) -> dict[str, str]:
+    if env.get("STEP_USERS") or env.get("LOCUST_STEP_USERS"):
+        raise UsageError("STEP_RATES and STEP_USERS: choose one (an arrival-rate or a user-count knee)")
+    try:
+        steps = parse_step_rates(rates)
+    except ValueError as e:
+        raise UsageError(f"STEP_RATES: {e}") from None
+    try:
+        knee_p99_ms(env.get("KNEE_P99_MS", ""))
+    except ValueError as e:
+        raise UsageError(f"KNEE_P99_MS: {e}") from None
+    env["LOCUST_ARRIVAL_RATE"] = steps.arrival_rate()
+    arrival.check_settings(env)  # LOCUST_ARRIVAL_MAX_WAIT too
+    for key, value in OPEN_DEFAULTS.items():
+        env.setdefault(key, value)
+    env.setdefault("LOCUST_SPAWN_RATE", env["LOCUST_USERS"])  # the whole pool before the first step
+    env["LOCUST_RUN_TIME"] = steps.run_time()
+    env.setdefault("LOCUST_RUN_ID", f"knee-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+    return env
+
+
+def run_knee(
+    environ: Mapping[str, str], steps: str | None = None, rates: str | None = None, local: bool = False
+) -> int:
+    env = knee_env(environ, steps, rates)
+    local = local or env.get("LOCAL", "") not in ("", "0", "false", "no")
+    code = _run_local(env) if local else compose.run_headless(settings.headless_from_env(env))
     run_dir = results_dir(env) / env["LOCUST_RUN_ID"]
     if run_dir.is_dir():
         make_report(run_dir, out=run_dir / "analysis", title=f"Swarmbench knee {run_dir.name}")
     return code
+
+
+def _run_local(env: dict[str, str]) -> int:
+    """The knee's run as local processes (the sweep's LocalRunner: target, master, WORKERS workers),
+    its output on stderr."""
+    workers = settings.positive_int("WORKERS", env.get("WORKERS") or "1")
+    users = settings.positive_int("LOCUST_USERS", env.get("LOCUST_USERS") or "50")
+    run_id, cls = env["LOCUST_RUN_ID"], env["LOCUST_USER_CLASSES"]
+    run_time = env["LOCUST_RUN_TIME"]
+    s = SweepSettings(run_id, (workers,), (cls,), 1, run_time, users, STRONG, None, local=True)
+    runner = LocalRunner(s, results_dir(env), env)
+    runner.setup()
+    try:
+        runner.start(SweepPoint(run_id, 1, workers, cls, users), env, sys.stderr)
+        code = runner.wait(settings.timespan_seconds("LOCUST_RUN_TIME", run_time) + LOCAL_GRACE_S)
+        return 1 if code is None else code
+    except _PointError as e:
+        print(f"swarmbench knee: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        runner.stop()
+        return 130
+    finally:
+        runner.kill()
+        runner.cleanup()

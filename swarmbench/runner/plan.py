@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from swarmbench.core.arrival import parse_arrival_rate
 from swarmbench.core.errors import InputError, UsageError
 from swarmbench.core.experiment import MIXES, POST_HEAVY, READ_HEAVY, STORES, STRONG, SWEEP_MODES
 from swarmbench.core.folder import MANIFEST, SWEEP_JSON, is_folder_name
@@ -49,11 +50,14 @@ class SweepSettings:
     stores: tuple[str, ...] = ()  # empty: the target's configured store (ALBUMS_STORE), not swept
     mixes: tuple[str, ...] = ()  # empty: the scenario's default mix, not swept
     local: bool = False
+    arrival_rate: str | None = None  # open model: every point's LOCUST_ARRIVAL_RATE (core/arrival.py)
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this sweep (how it runs, local or not, may differ)."""
         d = asdict(self)
         d.pop("local")
+        if d["arrival_rate"] is None:  # closed model: sweep.json as before open-model sweeps existed
+            d.pop("arrival_rate")
         for k in ("workers", "classes", "stores", "mixes"):
             d[k] = list(d[k])
         return d
@@ -180,6 +184,7 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
     sweep_id = get("sweep_id", "SWEEP_ID") or default_sweep_id()
     if not is_folder_name(sweep_id):
         raise UsageError(f"SWEEP_ID={sweep_id!r} must be a folder name (letters, digits, . _ + -)")
+    arrival_rate = check_arrival_rate(get("arrival_rate", "ARRIVAL_RATE") or env.get("LOCUST_ARRIVAL_RATE"))
     local = bool(args.get("local")) or env.get("LOCAL", "") not in ("", "0", "false", "no")
     return SweepSettings(
         sweep_id=sweep_id,
@@ -193,7 +198,19 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
         stores=stores,
         mixes=mixes,
         local=local,
+        arrival_rate=arrival_rate,
     )
+
+
+def check_arrival_rate(spec: str | None) -> str | None:
+    """The sweep's arrival-rate schedule (ARRIVAL_RATE), validated; None: closed model."""
+    if not spec or not spec.strip():
+        return None
+    try:
+        parse_arrival_rate(spec)
+    except ValueError as e:
+        raise UsageError(f"ARRIVAL_RATE: {e}") from None
+    return spec.strip()
 
 
 # --- the plan ---------------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class PointRunner:
             env["ALBUMS_STORE"] = p.store
         if p.mix:
             env["LOCUST_ALBUMS_MIX"] = p.mix
+        if self.s.arrival_rate:
+            env["LOCUST_ARRIVAL_RATE"] = self.s.arrival_rate
         return env
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
