@@ -29,6 +29,15 @@ TARGET_DOWN_S = 5.0
 """No successful response for this long while requests kept failing: the target stopped answering.
 Longer than a worker's stats report interval (3 s), so a gap between reports never looks like it."""
 
+TARGET_HANG_S = 10.0
+"""No response at all -- neither a success nor a failure -- for this long: requests hang (a target
+that vanished makes connections time out after a minute, not fail at once). Three worker report
+intervals and more, so a late report on a busy machine is not mistaken for it."""
+
+HANG_EXPECTED_REQUESTS = 20
+"""...and the run's own rate so far would have completed at least this many requests in that
+time: a slow closed loop (one user thinking 10 s) is silent by design, and is not flagged."""
+
 FAILED_RATIO = 0.99
 """A run where at least this share of requests failed (or none was made) served "almost nothing":
 status failed. Below it the run still measured something (its failures are in the CSVs)."""
@@ -76,6 +85,8 @@ class Health:
     _ok: int = 0
     _failures_at_ok: int = 0
     _target_down: bool = False
+    _total: int = 0  # requests completed (successes and failures) at the last change
+    _total_at: float | None = None  # when that count last changed
 
     # --- recording ---
 
@@ -138,9 +149,13 @@ class Health:
         if self.expected and connected < self.expected and not self.closing:
             self._problem(f"{connected} of {self.expected} load generators connected")
 
-    def requests(self, total: int, failures: int, now: float | None = None) -> None:
-        """Cumulative counts: successes stopped while failures grew = the target stopped answering."""
+    def requests(self, total: int, failures: int, now: float | None = None, final: bool = False) -> None:
+        """Cumulative counts: successes stopped while failures grew, or nothing completed at all for
+        as long as the run's rate says many should have = the target stopped answering. FINAL: the
+        last look, with the final counts as of the run's end (the stop phase is silent by design)."""
         now = time.monotonic() if now is None else now
+        if final or not self.closing:
+            self._hanging(total, now)
         ok = total - failures
         if ok > self._ok or self._last_ok_at is None:
             self._ok, self._last_ok_at, self._failures_at_ok = ok, now, failures
@@ -156,6 +171,25 @@ class Health:
                 TARGET_UNREACHABLE, f"no successful response for {silent:.0f} s; {n} requests failed", now
             )
             self._problem("the target stopped answering")
+
+    def _hanging(self, total: int, now: float) -> None:
+        """Requests that neither succeed nor fail: they hang (see TARGET_HANG_S)."""
+        if self.started is None:
+            return
+        if total != self._total or self._total_at is None:
+            self._total, self._total_at = total, now
+            return
+        silent, ran = now - self._total_at, self._total_at - self.started
+        rate = self._total / ran if ran > 0 else 0.0
+        if self._target_down or silent < TARGET_HANG_S or rate * silent < HANG_EXPECTED_REQUESTS:
+            return
+        self._target_down = True
+        self.record(
+            TARGET_UNREACHABLE,
+            f"no response at all for {silent:.0f} s after {rate:.0f} requests/s: requests hang",
+            now,
+        )
+        self._problem("the target stopped answering")
 
     def _problem(self, why: str) -> None:
         if why not in self.problems:

@@ -246,7 +246,7 @@ def conclude(run: Run) -> str:
             # One last look with the final counts, as of the run's end: requests that hung until the
             # stop (a vanished target can take a connection timeout to fail) are counted only now.
             end = time.monotonic() - (datetime.now(UTC) - run.ended_at).total_seconds()
-            run.health.requests(total.num_requests, total.num_failures, now=end)
+            run.health.requests(total.num_requests, total.num_failures, now=end, final=True)
         status = run.health.status(total.num_requests, total.num_failures)
         line = run.health.summary(status, total.num_requests, total.num_failures)
         run.health.record(RUN_END, line)
