@@ -60,6 +60,7 @@ class Swarmbench:
         self.pacing = pacing.Pacing()  # the waits users took (pacing.py registers its own listeners)
         self.env: Environment | None = None
         self.signals = signals.Signals(self.on_signal)
+        self.open_model: arrival.OpenModel | None = None  # --arrival-rate's state (register())
 
     def register(self, events: Any = locust_events) -> None:
         self.open_model = arrival.register(events, self)  # first: --arrival-rate fails before a folder exists
