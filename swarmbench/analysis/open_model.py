@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from swarmbench.core import folder
 from swarmbench.core.arrival import judge_open
+from swarmbench.core.manifest import RunManifest
 from swarmbench.plugin.hdr import LatencyBook
 
 from .errors import InputError
@@ -52,11 +53,8 @@ def is_open_run(run_dir: Path) -> bool:
 def load(run_dir: Path) -> OpenRun:
     """InputError naming the file when the folder is not a readable open-model run."""
     manifest_path, csv_path = run_dir / folder.MANIFEST, run_dir / folder.ARRIVAL_CSV
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(manifest_path, f"cannot read ({e})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("open_model"), dict):
+    manifest = RunManifest.read(manifest_path).to_json()  # core's one reader: InputError naming it
+    if not isinstance(manifest.get("open_model"), dict):
         raise InputError(manifest_path, "no open_model section: not an --arrival-rate run")
     try:
         seconds = pd.read_csv(csv_path)

@@ -89,6 +89,6 @@ def write_json_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def utc_iso(t: datetime | None) -> str | None:
+def utc_iso(t: datetime | None, timespec: str = "milliseconds") -> str | None:
     """`2026-11-21T19:45:00.123Z`: run.json's and sweep.json's time format."""
-    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else None
+    return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z") if t else None

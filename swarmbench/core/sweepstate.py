@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .folder import SWEEP_JSON, write_json_atomic
+from .folder import SWEEP_JSON, utc_iso, write_json_atomic
 
 SCHEMA_VERSION = 1
 
@@ -89,7 +89,7 @@ class SweepState:
         return {**out, "counts": self.counts(), "points": self.points}
 
     def write(self, sweep_dir: Path) -> None:
-        self.updated_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        self.updated_at = utc_iso(datetime.now(UTC), "seconds")
         write_json_atomic(sweep_dir / SWEEP_JSON, self.to_json())
 
     @classmethod

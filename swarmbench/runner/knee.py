@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from swarmbench.core import arrival
+from swarmbench.core import arrival, exits
 from swarmbench.core.errors import UsageError
 from swarmbench.core.experiment import STRONG, parse_step_users
 from swarmbench.core.rate_steps import knee_p99_ms, parse_step_rates
@@ -57,6 +57,7 @@ def knee_env(
 ) -> dict[str, str]:
     """The environment of the knee's headless run; UsageError (one line) on a bad step spec."""
     env = dict(environ)
+    env.setdefault("LOCUST_RUN_ID", f"knee-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     rates = rates or env.get("STEP_RATES")
     if rates:
         return _open_env(env, rates)
@@ -69,7 +70,6 @@ def knee_env(
     for key, value in DEFAULTS.items():
         env.setdefault(key, value)
     env["LOCUST_RUN_TIME"] = step_load.run_time()
-    env.setdefault("LOCUST_RUN_ID", f"knee-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     return env
 
 
@@ -90,7 +90,6 @@ def _open_env(env: dict[str, str], rates: str) -> dict[str, str]:
         env.setdefault(key, value)
     env.setdefault("LOCUST_SPAWN_RATE", env["LOCUST_USERS"])  # the whole pool before the first step
     env["LOCUST_RUN_TIME"] = steps.run_time()
-    env.setdefault("LOCUST_RUN_ID", f"knee-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     return env
 
 
@@ -98,7 +97,7 @@ def run_knee(
     environ: Mapping[str, str], steps: str | None = None, rates: str | None = None, local: bool = False
 ) -> int:
     env = knee_env(environ, steps, rates)
-    local = local or env.get("LOCAL", "") not in ("", "0", "false", "no")
+    local = local or settings.flag(env, "LOCAL")
     code = _run_local(env) if local else compose.run_headless(settings.headless_from_env(env))
     run_dir = results_dir(env) / env["LOCUST_RUN_ID"]
     if run_dir.is_dir():
@@ -125,7 +124,7 @@ def _run_local(env: dict[str, str]) -> int:
         return 1
     except KeyboardInterrupt:
         runner.stop()
-        return 130
+        return exits.INTERRUPTED_SIGINT
     finally:
         runner.kill()
         runner.cleanup()

@@ -185,7 +185,7 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
     if not is_folder_name(sweep_id):
         raise UsageError(f"SWEEP_ID={sweep_id!r} must be a folder name (letters, digits, . _ + -)")
     arrival_rate = check_arrival_rate(get("arrival_rate", "ARRIVAL_RATE") or env.get("LOCUST_ARRIVAL_RATE"))
-    local = bool(args.get("local")) or env.get("LOCAL", "") not in ("", "0", "false", "no")
+    local = bool(args.get("local")) or S.flag(env, "LOCAL")
     return SweepSettings(
         sweep_id=sweep_id,
         workers=workers,

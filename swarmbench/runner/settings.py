@@ -28,6 +28,11 @@ _CLASS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+def flag(env: Mapping[str, str], name: str) -> bool:
+    """A make-style on/off variable (LOCAL=1): anything but unset, empty, 0, false or no is on."""
+    return env.get(name, "") not in ("", "0", "false", "no")
+
+
 def positive_int(name: str, value: str) -> int:
     try:
         n = int(value)

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmbench.core import exits
-from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR
+from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
 
 from . import settings as S
 from .compose import prepare_results
@@ -44,8 +44,8 @@ STOP_WAIT_S = 60.0
 """After Ctrl-C, how long the current point may take to stop cleanly before it is killed."""
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def _now() -> str | None:
+    return utc_iso(datetime.now(UTC), "seconds")
 
 
 def move_aside(sweep_dir: Path, pid: str) -> Path | None:
