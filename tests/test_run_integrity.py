@@ -315,6 +315,35 @@ def test_web_ui_start_stop_and_reset_write_new_exact_folders(albums_target, tmp_
     assert min(parts) > 0 and sum(parts) == counts[1] - counts[0], "the reset lost or doubled requests"
 
 
+def test_web_ui_keeps_running_when_its_run_folder_cannot_be_created(albums_target, tmp_path):
+    """`docker compose up` with a results/ the containers cannot write: Start still runs the test
+    (the UI must not die with it), the log says the run is not saved and why."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    web = free_port()
+    proc = spawn(
+        ["--web-host", "127.0.0.1", "--web-port", str(web), "--class-picker", "-H", albums_target.url,
+         "--wait-time", "constant 0.05", "--results-dir", str(blocker / "results")], tmp_path / "locust.log",
+    )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{web}/", timeout=60)
+        form = {"user_count": 3, "spawn_rate": 3, "run_time": "2s", "user_classes": "AlbumsFastHttpUser"}
+        assert post(f"http://127.0.0.1:{web}/swarm", form)["success"] is True
+        time.sleep(4)
+        assert proc.poll() is None, "the web UI died with its run folder"
+        with urllib.request.urlopen(f"http://127.0.0.1:{web}/stats/requests", timeout=10) as r:
+            assert json.load(r)["stats"][-1]["num_requests"] > 0, "the test did not run"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    log = (tmp_path / "locust.log").read_text()
+    assert "This web UI run is not saved: cannot create a folder under" in log, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
 def test_web_ui_run_time_ends_a_standalone_run_and_saves_it(albums_target, tmp_path):
     """The UI's own run time (no Stop) ends the test; a standalone runner's UI saves it the same way."""
     web = free_port()

@@ -131,24 +131,44 @@ def open_run(environment: Environment, runner: Runner) -> Run:
 def open_ui_run(environment: Environment, runner: Runner) -> Run:
     """A run started by Start in the web UI: a new folder every time (never the last one's)."""
     opts = environment.parsed_options
-    run_dir = open_run_dir(environment, runner, explicit_id=False) if opts.results_dir else None
-    if run_dir:
-        logger.info("Saving this web UI run to %s/", run_dir)
+    run_dir = None
+    if opts.results_dir:
+        # A folder the UI cannot create must not take the web UI down with it (a headless run
+        # stops instead): the test runs, unsaved, and the log says why.
+        try:
+            run_dir = new_run_dir(environment, runner, explicit=False)
+            logger.info("Saving this web UI run to %s/", run_dir)
+        except OSError as e:
+            logger.error(
+                "This web UI run is not saved: cannot create a folder under %r (%s); make it writable "
+                "by the containers' user (`make up` does, or set SWARMBENCH_UID)",
+                opts.results_dir,
+                e.strerror or e,
+            )
     run_time = float(opts.run_time) if opts.run_time else None
     return Run(environment, run_dir, run_time, started_from="ui")
 
 
-def open_run_dir(environment: Environment, runner: Runner, explicit_id: bool = True) -> Path:
+def new_run_dir(environment: Environment, runner: Runner, explicit: bool) -> Path:
+    """Create the run's folder: named by --run-id when EXPLICIT (and given), else generated; OSError
+    (FileExistsError for an explicit id that exists) when it cannot be created."""
     opts = environment.parsed_options
     classes = [c.__name__ for c in environment.user_classes]
-    explicit = bool(opts.run_id) and explicit_id
+    explicit = bool(opts.run_id) and explicit
     run_id = (opts.run_id if explicit else "") or folder.make_run_id(
         datetime.now(UTC), classes, generator_count(runner)
     )
     if explicit and ("/" in run_id or run_id in (".", "..")):
         die(f"--run-id/LOCUST_RUN_ID {run_id!r} must be a folder name, not a path")
+    return folder.create_run_dir(opts.results_dir, run_id, explicit)
+
+
+def open_run_dir(environment: Environment, runner: Runner) -> Path:
+    """A headless run's folder; a folder that cannot be created stops the run before it starts."""
+    opts = environment.parsed_options
+    run_id = opts.run_id or "?"
     try:
-        return folder.create_run_dir(opts.results_dir, run_id, explicit)
+        return new_run_dir(environment, runner, explicit=True)
     except FileExistsError:
         die(f"run folder {Path(opts.results_dir) / run_id} already exists; choose another LOCUST_RUN_ID")
     except OSError as e:
