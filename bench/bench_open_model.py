@@ -18,8 +18,20 @@ target on 127.0.0.1 and attacks it with each tool for --duration seconds:
   closed      (--closed) what a closed-loop Locust shows: the same pool with `--wait-time
               'throughput R/users'` (each user paced to its share), Locust's own p50/p99
 
-and prints, side by side: achieved rate, p50/p99 of each tool, Swarmbench's drops. Every load
-loop is bounded by --duration; only 127.0.0.1 is ever contacted.
+and prints, side by side: achieved rate, p50/p99 of each tool, Swarmbench's drops, and the ratio
+of Swarmbench's intended-start p99 to Vegeta's p99.
+
+    python bench/bench_open_model.py --capacity [--repeats 3] [--users 100] [--duration 15]
+
+measures what the open model costs a load generator, in requests per core: one Locust process
+pinned to one CPU (the target on another, where there are two), saturated. It alternates a
+closed-loop run without think time (`--wait-time 'constant 0'`, Locust's most requests per core)
+and an open-model run offered more than that, --repeats times, and prints each run's requests per
+CPU-second (the process's own CPU seconds during the test, run.json `worker_cpu`) and the median
+ratio. Then the highest rate the open model holds (< 1 % dropped) on that core, tried at 80-95 %
+of the closed-loop median.
+
+Every load loop is bounded by --duration; only 127.0.0.1 is ever contacted.
 """
 
 from __future__ import annotations
@@ -27,9 +39,11 @@ from __future__ import annotations
 import argparse
 import base64
 import csv
+import itertools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +57,9 @@ VEGETA_MODULE = "github.com/tsenart/vegeta/v12"
 VEGETA_VERSION = "v12.12.0"
 """Pinned: a benchmark compared across time must compare the same tool."""
 
+RUNS = itertools.count(1)
+"""Numbers the runs' folders (the same rate may run more than once)."""
+
 USER_CLASS = "AlbumsFastHttpUser"
 """The cheaper of the two Locust clients: the comparison is about pacing, not about requests' CPU."""
 
@@ -50,15 +67,16 @@ USER_CLASS = "AlbumsFastHttpUser"
 class Target:
     """The albums service on a free loopback port, fresh for each measurement."""
 
-    def __init__(self, binary: Path, delay: str) -> None:
+    def __init__(self, binary: Path, delay: str, cpus: Cpus = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PORT": str(self.port)}
         if delay:
             env["ALBUMS_DELAY"] = delay
         self.proc = subprocess.Popen(
-            [str(binary)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+            [str(binary)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=pin(cpus),
+        )  # fmt: skip
         wait_http(self.url + "/healthz")
 
     def __enter__(self) -> Target:
@@ -69,9 +87,30 @@ class Target:
         self.proc.wait(timeout=15)
 
 
-def build(work: Path, vegeta: str | None) -> tuple[Path, Path]:
+Cpus = set[int] | None
+"""CPUs to confine a process to (None: anywhere)."""
+
+
+def pin(cpus: Cpus):  # noqa: ANN201 (a preexec_fn or None)
+    """A preexec_fn that confines the child to CPUS (None: run anywhere)."""
+    return None if cpus is None else lambda: os.sched_setaffinity(0, cpus)
+
+
+def split_cpus() -> tuple[Cpus, Cpus]:
+    """(Locust's CPU, the target's CPUs): one core for the generator, the others for the target,
+    so 'requests per core' is measured on one core that nothing else shares. None on one CPU."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return ({cpus[0]}, set(cpus[1:])) if len(cpus) > 1 else (None, None)
+
+
+def build_target(work: Path) -> Path:
     target = work / "albums"
     subprocess.run(["go", "build", "-o", str(target), "."], cwd=ROOT / "target", check=True)
+    return target
+
+
+def build(work: Path, vegeta: str | None) -> tuple[Path, Path]:
+    target = build_target(work)
     if vegeta:
         return target, Path(vegeta)
     gobin = work / "gobin"
@@ -83,37 +122,53 @@ def build(work: Path, vegeta: str | None) -> tuple[Path, Path]:
 # --- the tools ----------------------------------------------------------------------------------
 
 
-def run_swarmbench(url: str, rate: float, args: argparse.Namespace, out: Path, closed: bool = False) -> dict:
-    run_id = f"{'closed' if closed else 'open'}-{rate:g}"
+def run_swarmbench(
+    url: str, rate: float, args: argparse.Namespace, out: Path, mode: str = "open", cpus: Cpus = None
+) -> dict:
+    """One Locust run. MODE: open (--arrival-rate RATE), paced (closed loop, each user paced to its
+    share of RATE) or unpaced (closed loop, no think time: as many requests as the core allows)."""
+    run_id = f"{mode}-{rate:g}-{next(RUNS)}"
     cmd = [sys.executable, "-m", "locust", "--headless", "-H", url, "-t", f"{args.duration}s"]
     cmd += ["-u", str(args.users), "-r", str(args.users), "--results-dir", str(out), "--run-id", run_id]
-    if closed:
+    if mode == "paced":
         cmd += ["--wait-time", f"throughput {rate / args.users:g}"]
+    elif mode == "unpaced":
+        cmd += ["--wait-time", "constant 0"]
     else:
         cmd += ["--arrival-rate", f"{rate:g}", "--arrival-max-wait", args.max_wait]
     if args.processes:
         port = str(free_port())
         cmd += ["--processes", str(args.processes), "--master-bind-port", port, "--master-port", port]
     res = subprocess.run(
-        [*cmd, USER_CLASS], cwd=ROOT, capture_output=True, text=True, timeout=args.duration + 90
+        [*cmd, USER_CLASS], cwd=ROOT, capture_output=True, text=True, timeout=args.duration + 90,
+        preexec_fn=pin(cpus),
     )  # fmt: skip
     if res.returncode != 0:
-        sys.exit(f"bench_open_model: Locust failed at {rate:g}/s:\n{res.stderr[-2000:]}")
+        sys.exit(f"bench_open_model: Locust failed ({mode}, {rate:g}/s):\n{res.stderr[-2000:]}")
     run_dir = out / run_id
     manifest = json.loads((run_dir / "run.json").read_text())
-    if closed:
-        return closed_figures(run_dir, manifest)
+    cpu = (manifest.get("worker_cpu") or {}).get("mean_percent")
+    requests = manifest["totals"]["requests"]
+    figures = {
+        "requests_per_s": requests / manifest["duration_s"],
+        "cpu": cpu,
+        # the process's own CPU seconds during the test (plugin/cpu.py), not its start-up
+        "per_cpu_s": requests / (manifest["duration_s"] * cpu / 100) if cpu else None,
+    }
+    if mode != "open":
+        return {**figures, **closed_figures(run_dir, manifest)}
     om = manifest["open_model"]
     with open(run_dir / "locust_latency_hdr.csv", newline="") as f:
         agg = {r["kind"]: r for r in csv.DictReader(f) if r["name"] == "Aggregated"}
     return {
+        **figures,
         "achieved": om["achieved_rate"],
         "p50": float(agg["service"]["p50_ms"]),
         "p99": float(agg["service"]["p99_ms"]),
         "ip50": float(agg["intended"]["p50_ms"]),
         "ip99": float(agg["intended"]["p99_ms"]),
         "dropped": om["dropped_iterations"],
-        "cpu": (manifest.get("worker_cpu") or {}).get("mean_percent"),
+        "dropped_ratio": om["dropped_ratio"] or 0.0,
     }
 
 
@@ -124,7 +179,6 @@ def closed_figures(run_dir: Path, manifest: dict) -> dict:
         "achieved": manifest["totals"]["requests"] / manifest["duration_s"],
         "p50": float(agg["50%"]),
         "p99": float(agg["99%"]),
-        "cpu": (manifest.get("worker_cpu") or {}).get("mean_percent"),
     }
 
 
@@ -166,16 +220,76 @@ def run_vegeta(vegeta: Path, url: str, rate: float, args: argparse.Namespace, wo
     }
 
 
-# --- the table ------------------------------------------------------------------------------------
+# --- the tables -----------------------------------------------------------------------------------
 
 
 def row(*cells: object) -> str:
-    widths = (7, 11, 10, 9, 9, 12, 12, 9, 8)
+    widths = (7, 11, 10, 8, 8, 11, 11, 9, 6, 12)
     return "  ".join(f"{c!s:>{w}}" for c, w in zip(cells, widths, strict=False))
 
 
 def fmt(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
+
+
+def compare(args: argparse.Namespace, target_bin: Path, vegeta: Path, work: Path) -> None:
+    """Swarmbench and Vegeta at each rate, side by side (and a closed-loop Locust with --closed)."""
+    tool = VEGETA_VERSION if not args.vegeta else args.vegeta
+    print(f"target: {'ALBUMS_DELAY=' + args.delay if args.delay else 'no delay'}; Swarmbench pool "
+          f"{args.users} {USER_CLASS} users, {args.processes or 'standalone'} worker process(es); "
+          f"{args.duration} s per run; vegeta {tool}")  # fmt: skip
+    print(row("rate/s", "tool", "achieved/s", "p50 ms", "p99 ms", "int. p50 ms", "int. p99 ms", "dropped",
+              "CPU %", "int.p99/veg."))  # fmt: skip
+    for rate in args.rates:
+        with Target(target_bin, args.delay) as t:
+            s = run_swarmbench(t.url, rate, args, work / "results")
+        with Target(target_bin, args.delay) as t:
+            v = run_vegeta(vegeta, t.url, rate, args, work)
+        print(row(f"{rate:g}", "swarmbench", fmt(s["achieved"]), fmt(s["p50"], 2), fmt(s["p99"], 2),
+                  fmt(s["ip50"], 2), fmt(s["ip99"], 2), s["dropped"], fmt(s["cpu"]),
+                  f"{s['ip99'] / v['p99']:.3f}"))  # fmt: skip
+        print(row("", "vegeta", fmt(v["achieved"]), fmt(v["p50"], 2), fmt(v["p99"], 2), "", "",
+                  f"ok {v['success']:.0%}"))  # fmt: skip
+        if args.closed:
+            with Target(target_bin, args.delay) as t:
+                c = run_swarmbench(t.url, rate, args, work / "results", mode="paced")
+            print(row("", "closed", fmt(c["achieved"]), fmt(c["p50"], 2), fmt(c["p99"], 2), "", "", "-",
+                      fmt(c["cpu"])))  # fmt: skip
+        sys.stdout.flush()
+
+
+def capacity(args: argparse.Namespace, target_bin: Path, work: Path) -> None:
+    """Requests per core: closed loop without think time vs the open model offered more than that."""
+    gen, tgt = split_cpus()
+    where = f"Locust on CPU {sorted(gen)}, target on {sorted(tgt)}" if gen else "one CPU, nothing pinned"
+    print(f"capacity: {args.users} {USER_CLASS} users, one process, {args.duration} s per run; {where}")
+    print(f"{'run':>4}  {'mode':>8}  {'offered/s':>9}  {'requests/s':>10}  {'CPU %':>6}  {'req/CPU-s':>9}  "
+          "dropped")  # fmt: skip
+    closed, opened = [], []
+    for i in range(1, args.repeats + 1):
+        with Target(target_bin, args.delay, tgt) as t:
+            c = run_swarmbench(t.url, 0, args, work / "results", mode="unpaced", cpus=gen)
+        closed.append(c["per_cpu_s"])
+        offered = 1.5 * c["requests_per_s"]  # beyond what the core can start: saturated
+        with Target(target_bin, args.delay, tgt) as t:
+            o = run_swarmbench(t.url, round(offered), args, work / "results", cpus=gen)
+        opened.append(o["per_cpu_s"])
+        print(f"{i:>4}  {'closed':>8}  {'-':>9}  {c['requests_per_s']:>10.0f}  {fmt(c['cpu']):>6}  "
+              f"{fmt(c['per_cpu_s'], 0):>9}  -")  # fmt: skip
+        print(f"{i:>4}  {'open':>8}  {offered:>9.0f}  {o['requests_per_s']:>10.0f}  {fmt(o['cpu']):>6}  "
+              f"{fmt(o['per_cpu_s'], 0):>9}  {o['dropped_ratio']:.1%}")  # fmt: skip
+        sys.stdout.flush()
+    base, mine = statistics.median(closed), statistics.median(opened)
+    print(f"median requests per CPU-second: closed {base:.0f}, open {mine:.0f}: "
+          f"the open model keeps {mine / base:.1%} (costs {1 - mine / base:.1%})")  # fmt: skip
+    for share in (0.80, 0.85, 0.90, 0.95):
+        with Target(target_bin, args.delay, tgt) as t:
+            o = run_swarmbench(t.url, round(share * base), args, work / "results", cpus=gen)
+        held = "held" if o["dropped_ratio"] < 0.01 else "not held"
+        print(f"open at {share:.0%} of the closed loop ({share * base:.0f}/s): achieved "
+              f"{o['achieved']:.0f}/s, {o['dropped_ratio']:.2%} dropped, CPU {fmt(o['cpu'])} %: "
+              f"{held}")  # fmt: skip
+        sys.stdout.flush()
 
 
 def main() -> None:
@@ -188,44 +302,21 @@ def main() -> None:
     p.add_argument("--max-wait", default="0", help="Swarmbench's --arrival-max-wait, e.g. 1s")
     p.add_argument("--vegeta", help="a vegeta binary to use instead of building the pinned one")
     p.add_argument("--closed", action="store_true", help="also a closed-loop Locust run per rate")
+    p.add_argument("--capacity", action="store_true", help="requests per core, closed vs open (no Vegeta)")
+    p.add_argument("--repeats", type=int, default=3, help="--capacity: closed/open pairs (median)")
     args = p.parse_args()
     if shutil.which("go") is None:
         sys.exit("bench_open_model: needs Go (the target and Vegeta are built from source)")
+    if args.capacity and args.processes:
+        sys.exit("bench_open_model: --capacity measures one process; leave out --processes")
     with tempfile.TemporaryDirectory(prefix="bench-open-") as tmp:
         work = Path(tmp)
-        target_bin, vegeta = build(work, args.vegeta)
-        tool = VEGETA_VERSION if not args.vegeta else args.vegeta
-        print(f"target: {'ALBUMS_DELAY=' + args.delay if args.delay else 'no delay'}; Swarmbench pool "
-              f"{args.users} {USER_CLASS} users, {args.processes or 'standalone'} worker process(es); "
-              f"{args.duration} s per run; vegeta {tool}")  # fmt: skip
-        print(
-            row(
-                "rate/s",
-                "tool",
-                "achieved/s",
-                "p50 ms",
-                "p99 ms",
-                "int. p50 ms",
-                "int. p99 ms",
-                "dropped",
-                "CPU %",
-            )
-        )
-        for rate in args.rates:
-            with Target(target_bin, args.delay) as t:
-                s = run_swarmbench(t.url, rate, args, work / "results")
-            print(row(f"{rate:g}", "swarmbench", fmt(s["achieved"]), fmt(s["p50"], 2), fmt(s["p99"], 2),
-                      fmt(s["ip50"], 2), fmt(s["ip99"], 2), s["dropped"], fmt(s["cpu"])))  # fmt: skip
-            with Target(target_bin, args.delay) as t:
-                v = run_vegeta(vegeta, t.url, rate, args, work)
-            print(row("", "vegeta", fmt(v["achieved"]), fmt(v["p50"], 2), fmt(v["p99"], 2), "", "",
-                      f"ok {v['success']:.0%}", ""))  # fmt: skip
-            if args.closed:
-                with Target(target_bin, args.delay) as t:
-                    c = run_swarmbench(t.url, rate, args, work / "results", closed=True)
-                print(row("", "closed", fmt(c["achieved"]), fmt(c["p50"], 2), fmt(c["p99"], 2), "", "", "-",
-                          fmt(c["cpu"])))  # fmt: skip
-            sys.stdout.flush()
+        if args.capacity:
+            target_bin = build_target(work)
+            capacity(args, target_bin, work)
+        else:
+            target_bin, vegeta = build(work, args.vegeta)
+            compare(args, target_bin, vegeta, work)
 
 
 if __name__ == "__main__":

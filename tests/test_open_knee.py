@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT
+from make_runs import compose_env
 
 from swarmbench.analysis import open_knee, open_model
 from swarmbench.core.arrival import parse_arrival_rate
@@ -172,6 +173,21 @@ def test_sweep_passes_the_schedule_to_every_point(tmp_path):
         plan.sweep_settings({"arrival_rate": "100; 200@soon"}, {})
 
 
+def test_a_dry_run_shows_the_schedule_every_point_offers(tmp_path):
+    env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path)}
+    args = ["sweep", "--workers", "1 2", "--arrival-rate", "100; 100@20s; 200@0s; 200@20s", "--dry-run"]
+    cmd = [sys.executable, "-m", "swarmbench", *args]
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == (
+        "open model: every point offers 100; 100@20s; 200@0s; 200@20s iterations/s (users = the pool); "
+        "steps judged: 100/s for 20 s, 200/s to the end"
+    ), res.stdout
+    assert len(lines) > 2 and all("users=" in line for line in lines[1:])
+    assert list(tmp_path.iterdir()) == [], "a dry run writes nothing"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -243,3 +259,40 @@ def test_sweep_reports_the_highest_rate_n_workers_sustain(albums_binary, tmp_pat
     assert table["sustained_every_repeat"].tolist() == [60, 120], table
     report = (sweep_dir / "report" / "report.html").read_text()
     assert "Highest arrival rate sustained vs workers" in report
+
+
+# --- the same knee through the real compose stack ------------------------------------------------------
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("docker_compose")
+def test_knee_through_compose_splits_the_rate_over_two_workers(tmp_path):
+    """`python -m swarmbench knee --rates` with the compose stack: the schedule reaches both worker
+    containers, each runs half, every step holds on the fast demo target, and the report says so."""
+    env = compose_env(
+        tmp_path, WORKERS="2", LOCUST_USERS="20", LOCUST_SPAWN_RATE="20", LOCUST_RUN_ID="ck",
+        LOCUST_USER_CLASSES="AlbumsFastHttpUser",
+    )  # fmt: skip
+    for key in ("LOCUST_RUN_TIME", "LOCUST_WAIT_TIME"):  # the knee sets its own run time; no think time
+        env.pop(key)
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "swarmbench", "knee", "--rates", "20 20 5 40"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
+        )  # fmt: skip
+    finally:
+        subprocess.run(["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
+                        "-t", "5"], capture_output=True, timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = tmp_path / "results" / "ck"
+    run = open_model.load(run_dir)
+    assert run.summary["arrival_rate"] == "20; 20@5s; 40@0s; 40@5s"
+    assert len(run.summary["per_worker"]) == 2, run.summary["per_worker"]
+    started = [w["started"] for w in run.summary["per_worker"].values()]
+    assert min(started) == pytest.approx(max(started), rel=0.1), run.summary["per_worker"]
+    assert run.summary["dropped_iterations"] == 0, run.summary
+    k = open_knee.knee(run)
+    assert k is not None and k.failed() is None and k.rate == 40, k.steps  # every step held
+    assert k.steps["achieved_rate"].tolist() == pytest.approx([20, 40], rel=0.01)
+    report = (run_dir / "analysis" / "report.html").read_text()
+    assert "No knee up to 40/s: every step held" in report

@@ -194,6 +194,16 @@ class ArrivalCounts:
             self.dropped += 1
             row[2] += 1
 
+    def record_many(self, second: int, started: int, dropped: int) -> None:
+        """STARTED and DROPPED iterations at once, all filed under SECOND."""
+        row = self.per_second.setdefault(second, [0, 0, 0])
+        self.scheduled += started + dropped
+        self.started += started
+        self.dropped += dropped
+        row[0] += started + dropped
+        row[1] += started
+        row[2] += dropped
+
     def to_report(self) -> dict[str, Any]:
         """JSON-safe form for the worker -> master report (msgpack keys stay strings)."""
         return {

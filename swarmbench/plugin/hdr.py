@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,14 @@ class LatencyBook:
         if hist is None:
             hist = self.hists[key] = new_histogram()
         hist.record_value(min(HIGHEST_US, max(LOWEST_US, round(ms * 1000))))
+
+    def record_counts(self, request_type: str, name: str, kind: str, counts: Counter[int]) -> None:
+        """Add COUNTS {microseconds: how many} at once (Recorder's batches)."""
+        key = (request_type, name, kind)
+        hist = self.hists.get(key)
+        if hist is None:
+            hist = self.hists[key] = new_histogram()
+        _add_counts(hist, counts)
 
     def __bool__(self) -> bool:
         return any(h.get_total_count() for h in self.hists.values())
@@ -166,6 +175,14 @@ class Timeline:
             hist = kinds[kind] = new_histogram()
         hist.record_value(min(HIGHEST_US, max(LOWEST_US, round(ms * 1000))))
 
+    def record_counts(self, second: int, kind: str, counts: Counter[int]) -> None:
+        """Add COUNTS {microseconds: how many} at once (Recorder's batches)."""
+        kinds = self.live.setdefault(second, {})
+        hist = kinds.get(kind)
+        if hist is None:
+            hist = kinds[kind] = new_histogram()
+        _add_counts(hist, counts)
+
     def take(self) -> dict[str, dict[str, str]]:
         out = {
             str(s): {k: h.encode().decode("ascii") for k, h in kinds.items()}
@@ -204,6 +221,73 @@ class Timeline:
                 row[f"{kind}_p99_ms"] = percentile_ms(hist, 99) if count else ""
             out[second] = row
         return out
+
+
+def _add_counts(hist: HdrHistogram, counts: Counter[int]) -> None:
+    for us, n in counts.items():
+        hist.record_value(min(HIGHEST_US, max(LOWEST_US, us)), n)
+
+
+class Recorder:
+    """A load generator's hot path: every request's latencies, buffered, then counted in batches.
+
+    At thousands of requests per second, four HDR record_value() calls per request (service and
+    intended, per name and per second) cost a load generator ~5 % of its requests. Appending to a
+    list costs a tenth of one, and latencies in microseconds repeat a lot: a batch goes into the
+    histograms as {value: count}, one call per distinct value. The histograms are the same as if
+    each sample had been recorded on its own.
+    """
+
+    FLUSH_AT = 20_000
+    """Samples buffered before they go into the histograms: bounds the buffers' memory (~1 MB)
+    when reports are rare (a standalone run reports once, at the end)."""
+
+    def __init__(self) -> None:
+        self.latency = LatencyBook()
+        self.timeline = Timeline()
+        self.by_name: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+        self.by_second: dict[int, tuple[list[int], list[int]]] = {}
+        self.buffered = 0
+
+    def record(
+        self, request_type: str, name: str, service_ms: float, intended_ms: float | None, second: int
+    ) -> None:
+        """One request: its service time, and its time since the intended start (None outside an
+        iteration: then the request counts in the service histogram only)."""
+        lists = self.by_name.get((request_type, name))
+        if lists is None:
+            lists = self.by_name[(request_type, name)] = ([], [])
+        service = int(service_ms * 1000 + 0.5)
+        lists[0].append(service)
+        if intended_ms is not None:
+            intended = int(intended_ms * 1000 + 0.5)
+            lists[1].append(intended)
+            per_second = self.by_second.get(second)
+            if per_second is None:
+                per_second = self.by_second[second] = ([], [])
+            per_second[0].append(service)
+            per_second[1].append(intended)
+        self.buffered += 1
+        if self.buffered >= self.FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        for (request_type, name), lists in self.by_name.items():
+            for kind, values in zip(KINDS, lists, strict=True):
+                if values:
+                    self.latency.record_counts(request_type, name, kind, Counter(values))
+        for second, lists in self.by_second.items():
+            for kind, values in zip(KINDS, lists, strict=True):
+                if values:
+                    self.timeline.record_counts(second, kind, Counter(values))
+        self.by_name.clear()
+        self.by_second.clear()
+        self.buffered = 0
+
+    def take(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+        """Everything since the last take, encoded: (LatencyBook.take(), Timeline.take())."""
+        self.flush()
+        return self.latency.take(), self.timeline.take()
 
 
 TIMELINE_COLUMNS = tuple(f"{kind}_{stat}" for kind in KINDS for stat in ("count", "p50_ms", "p99_ms"))

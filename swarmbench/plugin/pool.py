@@ -1,64 +1,74 @@
-"""The open model on a load generator: a pool of idle users, iterations handed out on schedule.
+"""The open model on a load generator: free users claim the slots of its share and sleep until due.
 
-Every user class gets a `wait_time` that blocks until the generator hands its user an iteration
-(the user's next task), and an `on_start` that waits for one before the first task; the user's
-own tasks, TaskSets and on_start run unchanged, so any locustfile works, and the albums journey
-still steps through its list -> get -> create -> get cycle one iteration at a time (3:1 held).
+Every user class gets a `wait_time` that blocks until the user's next iteration (its next task) is
+due, and an `on_start` that waits for one before the first task; the user's own tasks, TaskSets and
+on_start run unchanged, so any locustfile works, and the albums journey still steps through its
+list -> get -> create -> get cycle one iteration at a time (3:1 held).
 
-A ticker greenlet fires this generator's share of the schedule: the k-th local iteration is due
-when share x iterations(t) reaches k (core/arrival.py). At its intended time it goes to the user
-that has waited longest; with no user idle it is DROPPED and counted -- never silently delayed.
-With --arrival-max-wait S > 0 it may instead wait up to S for the next user that frees up (oldest
-first), and is dropped after that: the wait is then part of its intended-start latency, the
-queueing a closed-loop test never shows. The intended time travels with the iteration, so every
-request it makes records both Locust's response time and the time since the intended start.
+A user that becomes free claims the lowest unclaimed slot of this generator's share of the schedule
+(core/slots.py) and sleeps on its own timer until the slot is due: users claim in the order they
+free up, so the one that has waited longest runs the next iteration. A slot that comes due with
+no claim found no free user: it is DROPPED and counted -- never silently delayed. With
+--arrival-max-wait S > 0 a user that frees up within S of a slot's time still takes it, late: the
+wait is then part of its intended-start latency, the queueing a closed-loop test never shows.
+
+There is no dispatcher: an iteration costs one timer and one switch into its user, as a paced
+closed-loop user's does (a ticker handing iterations to idle users cost two more switches and an
+event-loop round each). The timer is a timerfd where there is one (alarm.py): gevent's own wake
+up to 1 ms late, and that lateness would be measured as latency. The intended time travels with
+the iteration, so every request it makes records both Locust's response time and the time since
+the intended start.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
+import os
 import time
-import weakref
-from collections import deque
 from typing import Any
 
 import gevent
-from gevent.event import AsyncResult
+from gevent.hub import Waiter
 
 from swarmbench.core.arrival import ArrivalCounts, ArrivalSchedule
+from swarmbench.core.slots import Slots
 
-from .hdr import LatencyBook, Timeline
+from .alarm import EARLY_S, Alarm
+from .hdr import Recorder
 
-MAX_SLEEP_S = 0.1
-"""Longest the ticker sleeps before looking at the schedule again (a rate of 0, a long gap): it
-also marks this generator live, so the window its achieved rate is taken over ends within this of
-the stop even at 1 iteration/s."""
+LATE_START_GRACE_S = 0.001
+"""A user that frees up this soon after a slot's time still takes it (late) rather than dropping
+it, even without --arrival-max-wait: gevent's timers and a busy event loop run users up to about
+1 ms late, and that jitter is the generator's, not a sign that the pool ran out. The lateness still
+counts in the iteration's intended-start latency."""
+
+PARK_S = 1.0
+"""How long a user with nothing to claim (before the master's first word, or a share of 0) sleeps
+before looking again; a change of share wakes it at once."""
+
+INTENDED = "swarmbench_intended_start"
+"""Attribute of a user's greenlet: its current iteration's (intended start, latency origin), in
+perf_counter time. On the greenlet, so it lives exactly as long as the user does."""
 
 PATCHED = "swarmbench_open_model"
 """Marks the open-model wrappers (install may run twice; a subclass inherits its parent's)."""
 
 
 class Pool:
-    """This generator's idle users, its share of the schedule, and what it has not reported yet."""
+    """This generator's share of the schedule, its users' claims, and what it has not reported yet."""
 
     def __init__(self) -> None:
-        self.idle: deque[AsyncResult] = deque()
         self.counts = ArrivalCounts()  # since the last report
-        self.latency = LatencyBook()  # since the last report
-        self.timeline = Timeline()  # since the last report
-        self.iteration: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-        self.schedule: ArrivalSchedule | None = None
-        self.t0: float | None = None  # perf_counter() at the schedule's second 0
+        self.recorder = Recorder()  # latencies since the last report
+        self.slots: Slots | None = None  # None: not configured yet, or stopped
         self.last_t0 = 0.0  # the clock of requests still finishing once the test is stopping
         self.wall_offset = 0.0  # time.time() - time.perf_counter(): Locust stamps requests in epoch time
-        self.share = 0.0
-        self.offset = 0.0  # local count = share * iterations(t) + offset (continuous over re-splits)
-        self.next_k = 0.0
-        self.found_user = True
+        self.found_user = True  # the last slot found a free user (a drop after it starts an event)
         self.max_wait_s = 0.0
-        self.pending: deque[float] = deque()  # intended times waiting for a user (max_wait_s > 0)
-        self.ticker: gevent.Greenlet | None = None
+        self.sleepers: dict[Waiter, float] = {}  # the users waiting for a slot -> its due time (inf: none)
+        self.alarm: Alarm | None = None
+        self.alarm_made = False
+        os.register_at_fork(after_in_child=self._forget_alarm)
 
     # --- the master's word: this generator's share, the schedule's clock -----------------------
 
@@ -67,111 +77,122 @@ class Pool:
         skips what was due before this generator joined (it never offered those); later calls
         re-split without a jump in the count. PHASE in [0, 1) staggers generators' iterations."""
         now = time.perf_counter()
-        if self.t0 is None:
-            self.schedule, self.t0, self.share = schedule, now - elapsed_s, share
-            self.wall_offset = time.time() - time.perf_counter()
-            self.last_t0 = self.t0
-            self.offset = 0.0
-            self.next_k = phase + math.ceil(max(0.0, self._count(now) - phase))
-        elif share != self.share:
-            count = self._count(now)
-            self.share = share
-            self.offset = count - share * self._iterations(now)
-        if self.ticker is None:
-            self.ticker = gevent.spawn(self._tick)
+        if self.slots is None:
+            self.slots = Slots.join(schedule, share, now, elapsed_s, phase)
+            self.wall_offset = time.time() - now
+            self.last_t0 = self.slots.t0
+            self.counts.cover(now - self.slots.t0)
+        elif not self.slots.resplit(share, now):
+            return
+        self._wake_all()  # parked users may claim now; claimed slots fall due at other times
 
     def stop(self) -> None:
-        """The test is stopping: no more iterations (users being stopped are not drops); those
-        still waiting for a user never started: dropped."""
-        if self.ticker is not None:
-            self.ticker.kill(block=False)
-            self.ticker = None
-        while self.pending:
-            self._record(self.pending.popleft(), started=False)
-        self.t0, self.share = None, 0.0
-
-    def _iterations(self, t: float) -> float:
-        assert self.schedule is not None and self.t0 is not None
-        return self.schedule.iterations(t - self.t0)
-
-    def _count(self, t: float) -> float:
-        return self.share * self._iterations(t) + self.offset
-
-    def _due(self) -> float:
-        """perf_counter() time of the next local iteration; inf while this share offers none."""
-        if self.share <= 0 or self.schedule is None or self.t0 is None:
-            return math.inf
-        return self.t0 + self.schedule.time_at((self.next_k - self.offset) / self.share)
-
-    # --- the ticker -------------------------------------------------------------------------------
-
-    def _tick(self) -> None:
-        while self.t0 is not None:  # stop() clears it (a kill may land after one more wake-up)
-            now = time.perf_counter()
-            self.counts.cover(now - self.t0)
-            self._expire(now)
-            due = self._due()
-            if due > now:
-                # A plain sleep (a re-split takes effect at the next wake, within MAX_SLEEP_S):
-                # an Event wait with a timeout costs about twice as much CPU per iteration.
-                gevent.sleep(min(due - now, MAX_SLEEP_S))
-                continue
-            # Everything due by now in one go, each at its own intended time: at high rates one
-            # wake-up (the event loop's timers have ~1 ms resolution) serves several iterations,
-            # and a late process catches up without a switch per iteration.
-            while due <= now and self.t0 is not None:
-                self._dispatch(due)
-                due = self._due()
-            gevent.sleep(0)  # let the users it just woke run
-
-    def _dispatch(self, intended: float) -> None:
-        if self.t0 is None:  # stopped while the ticker was already due to resume
+        """The test is stopping: no more iterations (users being stopped are not drops). Slots that
+        came due without a user never started: dropped. A claimed slot already due had its user
+        (about to wake): started."""
+        if self.slots is None:
             return
-        self.next_k += 1
-        self._expire(time.perf_counter())
-        found = bool(self.idle)  # (an idle user would already have taken any pending iteration)
-        if not found and self.found_user:
-            self.counts.exhaustion_events += 1
-        self.found_user = found
-        if found:
-            self.idle.popleft().set(intended)
-            self._record(intended, started=True)
-        elif self.max_wait_s > 0:
-            self.pending.append(intended)
-            self.counts.queued += 1
-        else:
-            self._record(intended, started=False)
+        now = time.perf_counter()
+        self._expire(now, 0.0)
+        for due in self.sleepers.values():
+            if due < now:  # its user was there, the stop came first: not a drop
+                self._record(due, started=True)
+        self.slots = None
+        self._wake_all()
 
-    def _expire(self, now: float) -> None:
-        """Drop the iterations that have waited longer than --arrival-max-wait for a user."""
-        while self.pending and now - self.pending[0] > self.max_wait_s:
-            self._record(self.pending.popleft(), started=False)
+    def _wake_all(self) -> None:
+        loop = gevent.get_hub().loop
+        for waiter in list(self.sleepers):
+            loop.run_callback(waiter.switch, None)
+
+    def _expire(self, now: float, wait_s: float) -> None:
+        """At NOW, count the slots due more than WAIT_S ago that no user claimed as dropped."""
+        slots = self.slots
+        assert slots is not None
+        self._dropped(slots.expire(now - wait_s))
+        self.counts.cover(now - slots.t0)
+
+    def _dropped(self, dropped: dict[int, int]) -> None:
+        if dropped and self.found_user:
+            self.counts.exhaustion_events += 1
+            self.found_user = False
+        for second, n in dropped.items():
+            self.counts.record_many(second, started=0, dropped=n)
 
     def _record(self, intended: float, started: bool) -> None:
-        assert self.t0 is not None
-        self.counts.record(int(intended - self.t0), started)
+        self.counts.record(int(intended - self.last_t0), started)
 
     # --- the users' side --------------------------------------------------------------------------
 
     def wait_for_iteration(self) -> float:
-        """Block the calling user until an iteration is handed to it; remember its intended start
-        for the requests it makes. Returns 0: Locust then sleeps 0 s (the wait happened here)."""
-        if self.pending:
-            self._expire(time.perf_counter())
-        if self.pending:  # an iteration is already waiting for a user: this one takes it
-            intended = self.pending.popleft()
-            self._record(intended, started=True)
+        """Block the calling user until its next iteration is due; remember the iteration's
+        intended start for the requests it makes. Returns 0: Locust then sleeps 0 s (the wait
+        happened here)."""
+        while True:
+            slots = self.slots
+            if slots is None or slots.share <= 0:
+                self._sleep(time.perf_counter() + PARK_S, math.inf)
+                continue
+            now = time.perf_counter()
+            k, due, dropped = slots.claim(now - max(self.max_wait_s, LATE_START_GRACE_S))
+            self._dropped(dropped)
+            self.counts.cover(now - slots.t0)
+            late = now - due > LATE_START_GRACE_S  # claimed after its time: no user was free then
+            early = EARLY_S if self._alarm() is not None else 0.0
+            while due > now + early:
+                self._sleep(min(due, now + PARK_S), due)
+                if self.slots is not slots:  # stopped (or a new test) while asleep: no iteration
+                    break
+                due, now = slots.due(k), time.perf_counter()  # a re-split moves the slot
+            else:
+                self._start(due, min(due, now), late)
+                return 0.0
+
+    def _start(self, intended: float, origin: float, late: bool) -> None:
+        """The calling user starts the iteration INTENDED for then, now. Its requests' latency
+        counts from ORIGIN: the intended time, or the actual start when woken early (alarm.py)."""
+        if late:  # no user was free at its time: it waited for this one (--arrival-max-wait)
+            self.counts.queued += 1
+            if self.found_user:
+                self.counts.exhaustion_events += 1
+            self.found_user = False
         else:
-            slot = AsyncResult()
-            self.idle.append(slot)
-            try:
-                intended = slot.get()
-            finally:
-                if not slot.ready():  # killed while idle (the test stops): leave the queue
-                    with contextlib.suppress(ValueError):
-                        self.idle.remove(slot)
-        self.iteration[gevent.getcurrent()] = intended
-        return 0.0
+            self.found_user = True
+        self._record(intended, started=True)
+        setattr(gevent.getcurrent(), INTENDED, (intended, origin))  # its requests look it up
+
+    def _sleep(self, until: float, due: float) -> None:
+        """Sleep until UNTIL (perf_counter time) or until configure()/stop() wakes every sleeper;
+        DUE is the claimed slot's time (stop() counts a claim already due but not started)."""
+        hub = gevent.get_hub()
+        waiter = Waiter(hub)
+        self.sleepers[waiter] = due
+        alarm = self._alarm()
+        try:
+            if alarm is not None:
+                entry = alarm.sleep_until(until, waiter)
+                try:
+                    waiter.get()
+                finally:
+                    alarm.cancel(entry)
+            else:
+                hub.loop.update_now()  # libev's cached time may be a loop iteration old
+                with hub.loop.timer(max(0.0, until - time.perf_counter())) as timer:
+                    timer.start(waiter.switch, None)
+                    waiter.get()
+        finally:
+            self.sleepers.pop(waiter, None)
+
+    def _alarm(self) -> Alarm | None:
+        """This process's precise alarm, made on first use: Locust's --processes forks workers
+        after the plugin loads, and a timerfd must belong to the process that sleeps on it."""
+        if not self.alarm_made:
+            self.alarm, self.alarm_made = Alarm.create(), True
+        return self.alarm
+
+    def _forget_alarm(self) -> None:
+        """(a forked child) The parent's alarm is not this process's."""
+        self.alarm, self.alarm_made = None, False
 
     def on_request(
         self,
@@ -183,25 +204,24 @@ class Pool:
     ) -> None:
         if response_time is None:
             return
-        self.latency.record(request_type, name, "service", response_time)
-        intended = self.iteration.get(gevent.getcurrent())
-        if intended is None:  # a request outside an iteration (a user's on_start) has none
+        iteration = getattr(gevent.getcurrent(), INTENDED, None)
+        if iteration is None:  # a request outside an iteration (a user's on_start) has none
+            self.recorder.record(request_type, name, response_time, None, 0)
             return
-        second = int(intended - self.last_t0)
+        intended, origin = iteration
         # The request's end as Locust timed it (start + response time), not now: a task that parses
         # the body inside `catch_response` fires the event later, and that is not the server's time.
         end = start_time - self.wall_offset + response_time / 1000 if start_time else time.perf_counter()
-        self.latency.record(request_type, name, "intended", (end - intended) * 1000)
-        self.timeline.record(second, "service", response_time)
-        self.timeline.record(second, "intended", (end - intended) * 1000)
+        second = int(intended - self.last_t0)
+        self.recorder.record(request_type, name, response_time, (end - origin) * 1000, second)
 
     def take_report(self) -> dict[str, Any]:
-        """What happened since the last report (deltas), then start over."""
-        out = {
-            "counts": self.counts.to_report(),
-            "latency": self.latency.take(),
-            "timeline": self.timeline.take(),
-        }
+        """What happened since the last report (deltas), then start over. Slots that came due
+        unclaimed are counted first, so drops reach the master within a report interval."""
+        if self.slots is not None:
+            self._expire(time.perf_counter(), max(self.max_wait_s, LATE_START_GRACE_S))
+        latency, timeline = self.recorder.take()
+        out = {"counts": self.counts.to_report(), "latency": latency, "timeline": timeline}
         self.counts = ArrivalCounts()
         return out
 

@@ -20,6 +20,7 @@ Standard library only: `--local` needs Locust (the venv) and Go.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -28,7 +29,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmbench.core import exits
+from swarmbench.core.arrival import parse_arrival_rate
 from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
+from swarmbench.core.rate_steps import holds
 
 from . import settings as S
 from .compose import prepare_results
@@ -62,6 +65,19 @@ def move_aside(sweep_dir: Path, pid: str) -> Path | None:
     return aside / f"{pid}-{n}"
 
 
+def describe_schedule(spec: str) -> str:
+    """The dry run's line about an open-model sweep: what every point offers, and its steps."""
+    schedule = parse_arrival_rate(spec)
+    steps = ", ".join(
+        f"{h.rate:g}/s " + (f"for {h.t1 - h.t0:g} s" if math.isfinite(h.t1) else "to the end")
+        for h in holds(schedule)
+    )
+    return (
+        f"open model: every point offers {schedule} iterations/s (users = the pool); "
+        f"steps judged: {steps or 'none (no constant rate)'}"
+    )
+
+
 def run_sweep(
     s: SweepSettings, environ: Mapping[str, str], report: bool = True, dry_run: bool = False
 ) -> int:
@@ -75,6 +91,8 @@ def run_sweep(
     points = load_state(sweep_dir, s) if sweep_dir.exists() else plan(s)
     todo = [p for p in points if p.status != "done"]
     if dry_run:
+        if s.arrival_rate:
+            print(describe_schedule(s.arrival_rate))
         for i, p in enumerate(points, 1):
             print(f"{i:3d} {p.id} users={p.users} [{p.status}]")
         return 0
