@@ -184,15 +184,7 @@ class ArrivalCounts:
 
     def record(self, second: int, started: bool) -> None:
         """One iteration's outcome, filed under its intended second."""
-        row = self.per_second.setdefault(second, [0, 0, 0])
-        self.scheduled += 1
-        row[0] += 1
-        if started:
-            self.started += 1
-            row[1] += 1
-        else:
-            self.dropped += 1
-            row[2] += 1
+        self.record_many(second, int(started), int(not started))
 
     def record_many(self, second: int, started: int, dropped: int) -> None:
         """STARTED and DROPPED iterations at once, all filed under SECOND."""

@@ -45,6 +45,16 @@ FORMAT_VERSION = 1
 Key = tuple[str, str, str]  # (request type, name, kind)
 
 
+def to_us(ms: float) -> int:
+    """Milliseconds (Locust's unit) to whole microseconds (the histograms'), rounded half up."""
+    return int(ms * 1000 + 0.5)
+
+
+def clamped(us: int) -> int:
+    """Within the trackable range: longer samples count as one hour, shorter as 1 µs."""
+    return min(HIGHEST_US, max(LOWEST_US, us))
+
+
 def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
 
@@ -55,20 +65,18 @@ class LatencyBook:
     def __init__(self) -> None:
         self.hists: dict[Key, HdrHistogram] = {}
 
-    def record(self, request_type: str, name: str, kind: str, ms: float) -> None:
-        key = (request_type, name, kind)
+    def _hist(self, key: Key) -> HdrHistogram:
         hist = self.hists.get(key)
         if hist is None:
             hist = self.hists[key] = new_histogram()
-        hist.record_value(min(HIGHEST_US, max(LOWEST_US, round(ms * 1000))))
+        return hist
+
+    def record(self, request_type: str, name: str, kind: str, ms: float) -> None:
+        self._hist((request_type, name, kind)).record_value(clamped(to_us(ms)))
 
     def record_counts(self, request_type: str, name: str, kind: str, counts: Counter[int]) -> None:
         """Add COUNTS {microseconds: how many} at once (Recorder's batches)."""
-        key = (request_type, name, kind)
-        hist = self.hists.get(key)
-        if hist is None:
-            hist = self.hists[key] = new_histogram()
-        _add_counts(hist, counts)
+        _add_counts(self._hist((request_type, name, kind)), counts)
 
     def __bool__(self) -> bool:
         return any(h.get_total_count() for h in self.hists.values())
@@ -168,20 +176,19 @@ class Timeline:
         self.live: dict[int, dict[str, HdrHistogram]] = {}
         self.encoded: dict[int, dict[str, list[str]]] = {}
 
-    def record(self, second: int, kind: str, ms: float) -> None:
+    def _hist(self, second: int, kind: str) -> HdrHistogram:
         kinds = self.live.setdefault(second, {})
         hist = kinds.get(kind)
         if hist is None:
             hist = kinds[kind] = new_histogram()
-        hist.record_value(min(HIGHEST_US, max(LOWEST_US, round(ms * 1000))))
+        return hist
+
+    def record(self, second: int, kind: str, ms: float) -> None:
+        self._hist(second, kind).record_value(clamped(to_us(ms)))
 
     def record_counts(self, second: int, kind: str, counts: Counter[int]) -> None:
         """Add COUNTS {microseconds: how many} at once (Recorder's batches)."""
-        kinds = self.live.setdefault(second, {})
-        hist = kinds.get(kind)
-        if hist is None:
-            hist = kinds[kind] = new_histogram()
-        _add_counts(hist, counts)
+        _add_counts(self._hist(second, kind), counts)
 
     def take(self) -> dict[str, dict[str, str]]:
         out = {
@@ -225,7 +232,7 @@ class Timeline:
 
 def _add_counts(hist: HdrHistogram, counts: Counter[int]) -> None:
     for us, n in counts.items():
-        hist.record_value(min(HIGHEST_US, max(LOWEST_US, us)), n)
+        hist.record_value(clamped(us), n)
 
 
 class Recorder:
@@ -257,10 +264,10 @@ class Recorder:
         lists = self.by_name.get((request_type, name))
         if lists is None:
             lists = self.by_name[(request_type, name)] = ([], [])
-        service = int(service_ms * 1000 + 0.5)
+        service = to_us(service_ms)
         lists[0].append(service)
         if intended_ms is not None:
-            intended = int(intended_ms * 1000 + 0.5)
+            intended = to_us(intended_ms)
             lists[1].append(intended)
             per_second = self.by_second.get(second)
             if per_second is None:

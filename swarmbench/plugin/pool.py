@@ -107,12 +107,14 @@ class Pool:
 
     def _expire(self, now: float, wait_s: float) -> None:
         """At NOW, count the slots due more than WAIT_S ago that no user claimed as dropped."""
-        slots = self.slots
-        assert slots is not None
-        self._dropped(slots.expire(now - wait_s))
-        self.counts.cover(now - slots.t0)
+        assert self.slots is not None
+        self._account(self.slots.expire(now - wait_s), now)
 
-    def _dropped(self, dropped: dict[int, int]) -> None:
+    def _account(self, dropped: dict[int, int], now: float) -> None:
+        """Count DROPPED {second: how many} (a run of drops starts an exhaustion event), and that
+        this generator was live at NOW."""
+        assert self.slots is not None
+        self.counts.cover(now - self.slots.t0)
         if dropped and self.found_user:
             self.counts.exhaustion_events += 1
             self.found_user = False
@@ -135,8 +137,7 @@ class Pool:
                 continue
             now = time.perf_counter()
             k, due, dropped = slots.claim(now - max(self.max_wait_s, LATE_START_GRACE_S))
-            self._dropped(dropped)
-            self.counts.cover(now - slots.t0)
+            self._account(dropped, now)
             late = now - due > LATE_START_GRACE_S  # claimed after its time: no user was free then
             early = EARLY_S if self._alarm() is not None else 0.0
             while due > now + early:
