@@ -22,7 +22,6 @@ the intended start.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from typing import Any
@@ -65,7 +64,7 @@ class Pool:
         self.wall_offset = 0.0  # time.time() - time.perf_counter(): Locust stamps requests in epoch time
         self.found_user = True  # the last slot found a free user (a drop after it starts an event)
         self.max_wait_s = 0.0
-        self.sleepers: dict[Waiter, float] = {}  # the users waiting for a slot -> its due time (inf: none)
+        self.sleepers: set[Waiter] = set()  # the users asleep (for a slot, or parked)
         self.alarm: Alarm | None = None
         self.alarm_made = False
         os.register_at_fork(after_in_child=self._forget_alarm)
@@ -88,15 +87,12 @@ class Pool:
 
     def stop(self) -> None:
         """The test is stopping: no more iterations (users being stopped are not drops). Slots that
-        came due without a user never started: dropped. A claimed slot already due had its user
-        (about to wake): started."""
+        came due without a user never started: dropped. A claimed slot whose user has not woken
+        yet never started either, for want of time, not of users: it is not counted."""
         if self.slots is None:
             return
         now = time.perf_counter()
         self._expire(now, 0.0)
-        for due in self.sleepers.values():
-            if due < now:  # its user was there, the stop came first: not a drop
-                self._record(due, started=True)
         self.slots = None
         self._wake_all()
 
@@ -133,7 +129,7 @@ class Pool:
         while True:
             slots = self.slots
             if slots is None or slots.share <= 0:
-                self._sleep(time.perf_counter() + PARK_S, math.inf)
+                self._sleep(time.perf_counter() + PARK_S)
                 continue
             now = time.perf_counter()
             k, due, dropped = slots.claim(now - max(self.max_wait_s, LATE_START_GRACE_S))
@@ -141,7 +137,7 @@ class Pool:
             late = now - due > LATE_START_GRACE_S  # claimed after its time: no user was free then
             early = EARLY_S if self._alarm() is not None else 0.0
             while due > now + early:
-                self._sleep(min(due, now + PARK_S), due)
+                self._sleep(min(due, now + PARK_S))
                 if self.slots is not slots:  # stopped (or a new test) while asleep: no iteration
                     break
                 due, now = slots.due(k), time.perf_counter()  # a re-split moves the slot
@@ -162,12 +158,11 @@ class Pool:
         self._record(intended, started=True)
         setattr(gevent.getcurrent(), INTENDED, (intended, origin))  # its requests look it up
 
-    def _sleep(self, until: float, due: float) -> None:
-        """Sleep until UNTIL (perf_counter time) or until configure()/stop() wakes every sleeper;
-        DUE is the claimed slot's time (stop() counts a claim already due but not started)."""
+    def _sleep(self, until: float) -> None:
+        """Sleep until UNTIL (perf_counter time) or until configure()/stop() wakes every sleeper."""
         hub = gevent.get_hub()
         waiter = Waiter(hub)
-        self.sleepers[waiter] = due
+        self.sleepers.add(waiter)
         alarm = self._alarm()
         try:
             if alarm is not None:
@@ -182,7 +177,7 @@ class Pool:
                     timer.start(waiter.switch, None)
                     waiter.get()
         finally:
-            self.sleepers.pop(waiter, None)
+            self.sleepers.discard(waiter)
 
     def _alarm(self) -> Alarm | None:
         """This process's precise alarm, made on first use: Locust's --processes forks workers
