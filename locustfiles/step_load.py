@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from locust import LoadTestShape
 
-from swarmbench.core.experiment import parse_step_users
+from swarmbench.core.steps import parse_step_users
 
 
 class StepLoadShape(LoadTestShape):

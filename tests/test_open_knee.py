@@ -1,4 +1,4 @@
-"""`knee --rates` and `sweep --arrival-rate`: the stepped arrival-rate schedule (core/rate_steps.py), the
+"""`knee --rates` and `sweep --arrival-rate`: the stepped arrival-rate schedule (core/steps.py), the
 open-model knee and the highest rate N workers sustain (analysis/open_knee.py) on synthetic
 per-second rows, and real local runs (the Go target slowed to 100 ms, a small pool) whose knee and
 sustained rates follow from the pool: U users at 100 ms hold about 10 x U iterations/s.
@@ -20,10 +20,12 @@ from conftest import ROOT
 from make_runs import compose_env
 
 from swarmbench.analysis import open_knee, open_model
-from swarmbench.core.arrival import parse_arrival_rate
+from swarmbench.core.arrival import Hold, holds, parse_arrival_rate
 from swarmbench.core.errors import InputError, UsageError
-from swarmbench.core.rate_steps import KNEE_P99_MS, Hold, holds, knee_p99_ms, parse_step_rates
+from swarmbench.core.manifest import RunManifest
+from swarmbench.core.steps import parse_step_rates
 from swarmbench.core.sweepstate import SweepPoint
+from swarmbench.core.verdict import KNEE_P99_MS, knee_p99_ms
 from swarmbench.runner import plan
 from swarmbench.runner.knee import knee_env
 from swarmbench.runner.points import PointRunner
@@ -33,13 +35,13 @@ from swarmbench.runner.points import PointRunner
 
 def test_step_rates_become_holds_joined_by_jumps():
     steps = parse_step_rates("100 100 20 300")
-    assert steps.rates == [100, 200, 300]
+    assert steps.levels == [100, 200, 300]
     assert steps.arrival_rate() == "100; 100@20s; 200@0s; 200@20s; 300@0s; 300@20s"
     assert steps.run_time() == "65s"  # 3 x 20 s + STEP_SETTLE_S
     schedule = parse_arrival_rate(steps.arrival_rate())
     assert [schedule.rate_at(t) for t in (0, 19.9, 20, 39.9, 40, 70)] == [100, 100, 200, 200, 300, 300]
     assert holds(schedule) == [Hold(100, 0, 20), Hold(200, 20, 40), Hold(300, 40, math.inf)]
-    assert parse_step_rates("2.5/s 2.5 5s 10").rates == [2.5, 5, 7.5, 10]
+    assert parse_step_rates("2.5/s 2.5 5s 10").levels == [2.5, 5, 7.5, 10]
 
 
 def test_holds_of_any_schedule_skip_ramps_and_zero_and_merge_repeats():
@@ -94,7 +96,7 @@ def synthetic(spec: str, held: dict[float, tuple[float, float]], seconds: int) -
             {"second": s, "scheduled": rate, "started": rate - dropped, "dropped": dropped,
              "service_p99_ms": 10.0, "intended_p99_ms": p99}
         )  # fmt: skip
-    manifest = {"open_model": {"arrival_rate": spec}}
+    manifest = RunManifest.from_json({"open_model": {"arrival_rate": spec}})
     return open_model.OpenRun(Path("synthetic"), manifest, pd.DataFrame(rows))
 
 
@@ -230,7 +232,7 @@ def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     run = open_model.load(tmp_path / "k")
-    assert run.summary["arrival_rate"] == "40; 40@5s; 80@0s; 80@5s; 120@0s; 120@5s"
+    assert run.summary.arrival_rate == "40; 40@5s; 80@0s; 80@5s; 120@0s; 120@5s"
     k = open_knee.knee(run)
     assert k is not None and k.rate == 80, k.steps
     assert k.steps["dropped_ratio"].iloc[-1] > 0.1
@@ -286,11 +288,11 @@ def test_knee_through_compose_splits_the_rate_over_two_workers(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     run_dir = tmp_path / "results" / "ck"
     run = open_model.load(run_dir)
-    assert run.summary["arrival_rate"] == "20; 20@5s; 40@0s; 40@5s"
-    assert len(run.summary["per_worker"]) == 2, run.summary["per_worker"]
-    started = [w["started"] for w in run.summary["per_worker"].values()]
-    assert min(started) == pytest.approx(max(started), rel=0.1), run.summary["per_worker"]
-    assert run.summary["dropped_iterations"] == 0, run.summary
+    assert run.summary.arrival_rate == "20; 20@5s; 40@0s; 40@5s"
+    assert len(run.summary.per_worker) == 2, run.summary.per_worker
+    started = [w.started for w in run.summary.per_worker.values()]
+    assert min(started) == pytest.approx(max(started), rel=0.1), run.summary.per_worker
+    assert run.summary.dropped_iterations == 0, run.summary
     k = open_knee.knee(run)
     assert k is not None and k.failed() is None and k.rate == 40, k.steps  # every step held
     assert k.steps["achieved_rate"].tolist() == pytest.approx([20, 40], rel=0.01)

@@ -21,16 +21,15 @@ from runs import manifest, method_counts, only_run, stats, target_album_requests
 
 from swarmbench.analysis import open_model as open_analysis
 from swarmbench.core import folder
-from swarmbench.core.arrival import (
-    ArrivalCounts,
-    check_settings,
-    judge_open,
-    parse_arrival_rate,
-    parse_duration,
-    summarize,
-)
+from swarmbench.core.arrival import parse_arrival_rate
+from swarmbench.core.arrival_counts import ArrivalCounts, summarize
+from swarmbench.core.durations import parse_duration
 from swarmbench.core.errors import UsageError
+from swarmbench.core.manifest import RunManifest
+from swarmbench.core.sections import OpenCapacity
+from swarmbench.core.verdict import judge_open
 from swarmbench.plugin.hdr import AGGREGATED, CSV_COLUMNS, LatencyBook
+from swarmbench.runner.settings import check_arrival as check_settings
 
 # --- the grammar ------------------------------------------------------------------------------------
 
@@ -117,9 +116,9 @@ def test_counts_from_two_workers_add_up():
     assert total_.rows() == [[0, 200, 190, 10], [1, 200, 190, 10], [2, 100, 95, 5]]
     assert total_.span == [0.1, 2.6]
     out = summarize("200", parse_arrival_rate("200"), total_, pool=10)
-    assert out["window_s"] == 2.5 and out["offered_rate"] == 200
-    assert out["achieved_rate"] == 190 and out["dropped_iterations"] == 25
-    assert out["max_dropped_per_s"] == 10 and out["pool_exhaustion_events"] == 25
+    assert out.window_s == 2.5 and out.offered_rate == 200
+    assert out.achieved_rate == 190 and out.dropped_iterations == 25
+    assert out.max_dropped_per_s == 10 and out.pool_exhaustion_events == 25
 
 
 def test_hdr_merge_of_two_workers_equals_the_histogram_of_all_samples(tmp_path):
@@ -155,26 +154,30 @@ def test_hdr_merge_of_two_workers_equals_the_histogram_of_all_samples(tmp_path):
         assert r["p50_ms"] <= r["p90_ms"] <= r["p99_ms"] <= r["p99.9_ms"] <= r["p99.99_ms"] <= r["max_ms"]
 
 
-def judged(dropped_ratio: float, first: float, last: float, **run: object) -> dict:
+def judged(dropped_ratio: float, first: float, last: float, **run: object) -> OpenCapacity:
     om = {"offered_rate": 100, "scheduled_rate": 100, "achieved_rate": 100 * (1 - dropped_ratio)}
     om["dropped_ratio"] = dropped_ratio
     om.update(intended_p99_first_third_ms=first, intended_p99_last_third_ms=last)
-    return judge_open({"open_model": om, "duration_s": 20.0, **run})
+    return judge_open(RunManifest.from_json({"open_model": om, "duration_s": 20.0, **run}))
 
 
 def test_open_verdict_capacity_and_what_limited_it():
-    assert judged(0.002, 10.0, 14.0)["capacity_reached"] is False  # held: few drops, flat latency
-    assert judged(0.0, 3.0, 9.0)["capacity_reached"] is False  # 3x, but 6 ms: noise, not a queue
+    assert judged(0.002, 10.0, 14.0).capacity_reached is False  # held: few drops, flat latency
+    assert judged(0.0, 3.0, 9.0).capacity_reached is False  # 3x, but 6 ms: noise, not a queue
     growing = judged(0.0, 120.0, 1100.0)
-    assert growing["capacity_reached"] and growing["by"] == "neither", growing
-    assert "120 -> 1100 ms" in growing["reason"]
-    late = judge_open({"open_model": {"offered_rate": 4000, "scheduled_rate": 3520, "dropped_ratio": 0.0}})
-    assert late["capacity_reached"] and late["by"] == "generator CPU" and "3520 of 4000" in late["reason"]
+    assert growing.capacity_reached and growing.by == "neither", growing
+    assert "120 -> 1100 ms" in growing.reason
+    late = judge_open(
+        RunManifest.from_json(
+            {"open_model": {"offered_rate": 4000, "scheduled_rate": 3520, "dropped_ratio": 0.0}}
+        )
+    )
+    assert late.capacity_reached and late.by == "generator CPU" and "3520 of 4000" in late.reason
     busy_worker = {"worker_cpu": {"per_worker": [{"id": "w1", "mean_percent": 97.0}]}}
-    assert judged(0.05, 10.0, 10.0, **busy_worker)["by"] == "generator CPU"
+    assert judged(0.05, 10.0, 10.0, **busy_worker).by == "generator CPU"
     busy_target = {"target": {"cpu_seconds": 36.0, "cpus": 2}}  # 36 s of 2 CPUs in 20 s: 90 %
     v = judged(0.05, 10.0, 10.0, **busy_target)
-    assert v["by"] == "target CPU" and "5.0% dropped" in v["reason"] and "90%" in v["reason"], v
+    assert v.by == "target CPU" and "5.0% dropped" in v.reason and "90%" in v.reason, v
 
 
 # --- real runs ----------------------------------------------------------------------------------------
@@ -264,7 +267,7 @@ def test_slow_target_drops_and_shows_what_a_closed_loop_hides(albums_binary, tmp
         assert om["queued_iterations"] > 0
         assert intended > 900 and intended > 3 * service, (intended, service)
     run = open_analysis.load(run_dir)  # the analysis: curves, gap, verdict
-    assert run.verdict["capacity_reached"] and run.verdict["by"] != "target CPU", run.verdict
+    assert run.verdict.capacity_reached and run.verdict.by != "target CPU", run.verdict
     assert len(open_analysis.figure(run).axes) == 2
     if max_wait != "0":
         assert run.gap_p99_ms().max() > 500  # the queue for a free user, second by second

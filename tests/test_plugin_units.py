@@ -45,9 +45,9 @@ def test_delta_counts_only_what_happened_between_scrapes():
         'albums_store_info{strategy="mutex"} 1\n'
     )
     d = target.delta(before, after)
-    assert d["requests"] == {"GET /albums": 4, "GET /metrics": 1, "POST /albums": 2}
-    assert d["album_requests"] == 6  # /metrics is not an album route
-    assert d["cpu_seconds"] == 0.75 and d["store"] == "mutex"
+    assert d.requests == {"GET /albums": 4, "GET /metrics": 1, "POST /albums": 2}
+    assert d.album_requests == 6  # /metrics is not an album route
+    assert d.cpu_seconds == 0.75 and d.store == "mutex"
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_cpu_series_mean_and_busiest_interval():
         s.add(wall, used)
     assert s.mean_percent() == pytest.approx(33.3, abs=0.1)
     assert s.max_percent() == pytest.approx(80.0)
-    assert cpu.summarize({"a": s})["max_percent"] == pytest.approx(80.0)
+    assert cpu.summarize({"a": s}).max_percent == pytest.approx(80.0)
 
 
 def test_cpu_series_max_is_never_below_the_mean():

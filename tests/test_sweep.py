@@ -21,6 +21,7 @@ from runs import manifest, only_run
 from swarmbench.core import verdict as _verdict
 from swarmbench.core.errors import UsageError
 from swarmbench.core.folder import ABORTED_DIR
+from swarmbench.core.sections import VerdictInputs
 from swarmbench.core.wait import parse_wait_time
 from swarmbench.runner import plan as sw
 
@@ -114,6 +115,11 @@ def test_resume_with_other_settings_is_refused(tmp_path):
 # --- the verdict's rules -----------------------------------------------------------------------------
 
 
+def judge(inputs: dict) -> dict:
+    """The verdict of VerdictInputs given as their run.json form, in run.json's form."""
+    return _verdict.judge(VerdictInputs.from_json(inputs)).to_json()
+
+
 def test_verdict_rules_in_order():
     base = {
         "rps": 100.0,
@@ -126,14 +132,14 @@ def test_verdict_rules_in_order():
         "offered_rate_cap": 10.0,
         "think_time_s": 1.0,
     }
-    assert _verdict.judge({**base, "worker_cpu_max_mean_percent": 95.0})["verdict"] == "generator-bound"
-    assert _verdict.judge({**base, "target_cpu_util": 0.97})["verdict"] == "target-bound"
-    starved = _verdict.judge({**base, "host_cpu_mean_percent": 97.0, "host_cpus": 2.0})
+    assert judge({**base, "worker_cpu_max_mean_percent": 95.0})["verdict"] == "generator-bound"
+    assert judge({**base, "target_cpu_util": 0.97})["verdict"] == "target-bound"
+    starved = judge({**base, "host_cpu_mean_percent": 97.0, "host_cpus": 2.0})
     assert starved["verdict"] == "generator-bound" and "machine's 2 CPUs were 97 % busy" in starved["reason"]
-    assert _verdict.judge({**base, "rps": 9.5})["verdict"] == "load-bound"
+    assert judge({**base, "rps": 9.5})["verdict"] == "load-bound"
     slow = {**base, "rps": 5.0, "avg_response_ms": 1500.0}
-    assert _verdict.judge(slow)["verdict"] == "target-bound"
-    assert _verdict.judge({**base, "rps": 5.0, "offered_rate_cap": 100.0})["verdict"] == "none"
+    assert judge(slow)["verdict"] == "target-bound"
+    assert judge({**base, "rps": 5.0, "offered_rate_cap": 100.0})["verdict"] == "none"
     assert parse_wait_time("between 0.5 1.5").offered_rate_cap(50) == pytest.approx(50.0)
     assert parse_wait_time("constant 0").offered_rate_cap(50) is None
 

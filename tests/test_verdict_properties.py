@@ -18,6 +18,8 @@ from conftest import ROOT, free_port, locust_cmd, run_locust
 from runs import manifest, only_run
 
 from swarmbench.core import verdict as V
+from swarmbench.core.manifest import RunManifest
+from swarmbench.core.sections import VerdictInputs
 from swarmbench.core.wait import DEFAULT_WAIT_TIME
 
 CASES = 5000
@@ -77,6 +79,15 @@ def random_run(rng: random.Random) -> tuple[dict, float | None, float | None]:
     return run, rps, avg
 
 
+def judge(run: dict, rps: float | None = None, avg_ms: float | None = None) -> dict:
+    """The verdict of a run.json-like dict, in the JSON form run.json records it in."""
+    return V.judge_manifest(RunManifest.from_json(run), rps=rps, avg_ms=avg_ms).to_json()
+
+
+def paced_rate(inputs: dict) -> float | None:
+    return V.paced_rate(VerdictInputs.from_json(inputs))
+
+
 def _leaves(value: Any) -> list[float]:
     if isinstance(value, bool) or value is None:
         return []
@@ -93,7 +104,7 @@ def _printable(inputs: dict) -> set[str]:
     """Every way the verdict may print a number: an input, a limit, or a ratio of two inputs, at
     0 to 4 decimals, as a share (x 100) or in ms (x 1000)."""
     rps, cap, req, fail = (
-        V.paced_rate(inputs),
+        paced_rate(inputs),
         *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
     )
     limits = [V.GENERATOR_CPU_LIMIT_PCT, V.TARGET_CPU_BUSY, V.HOST_CPU_BUSY_PCT, V.TARGET_FAILED_SHARE]
@@ -125,7 +136,7 @@ def check(result: dict) -> None:
     assert verdict in V.VERDICTS
     # The rate the cap bounds: requests / duration where run.json has both (V.paced_rate says why).
     rps, cap, req, fail = (
-        V.paced_rate(inputs),
+        paced_rate(inputs),
         *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
     )
     ratio = fail / req if req and fail is not None else None
@@ -173,7 +184,7 @@ def test_no_verdict_contradicts_its_inputs():
     seen: dict[str, int] = {}
     for _ in range(CASES):
         run, rps, avg = random_run(rng)
-        result = V.judge_manifest(run, rps=rps, avg_ms=avg)
+        result = judge(run, rps=rps, avg_ms=avg)
         check(result)
         seen[result["verdict"]] = seen.get(result["verdict"], 0) + 1
     # The generator reaches every verdict, so each rule above was exercised.
@@ -191,7 +202,7 @@ def test_measured_cap_is_per_class_and_summed():
             "Slow": {"users": 20, "waits": 1000, "mean_wait_s": 1.0, "wait_time_option_used": True},
         },
     }
-    inputs = V.inputs_from_manifest(run)
+    inputs = V.inputs_from_manifest(RunManifest.from_json(run)).to_json()
     assert inputs["offered_rate_cap"] == pytest.approx(10 / 0.1 + 20 / 1.0)  # 120 tasks/s, 1 request each
     assert inputs["think_time_s"] == pytest.approx(0.55)  # the waits' own mean
     classes = {c["name"]: c for c in inputs["pacing"]}
@@ -214,7 +225,7 @@ def test_own_wait_time_is_judged_by_the_waits_taken():
     pacing = {
         "StagingUser": {"users": 20, "waits": 23100, "mean_wait_s": 0.02, "wait_time_option_used": False}
     }
-    b = V.judge_manifest({**STAGING, "pacing": pacing}, rps=770.0, avg_ms=5.0)
+    b = judge({**STAGING, "pacing": pacing}, rps=770.0, avg_ms=5.0)
     check(b)
     assert b["verdict"] == "load-bound", b
     assert "3851%" not in b["reason"] and "at most 20 requests/s" not in b["reason"]
@@ -224,7 +235,7 @@ def test_own_wait_time_is_judged_by_the_waits_taken():
 
 def test_a_rate_above_the_options_cap_is_never_load_bound():
     """A run recorded before pacing was measured: the option's cap is contradicted by the rate."""
-    b = V.judge_manifest(STAGING, rps=770.0, avg_ms=5.0)
+    b = judge(STAGING, rps=770.0, avg_ms=5.0)
     check(b)
     assert b["verdict"] == "none", b
     assert (
@@ -238,7 +249,7 @@ def test_a_class_whose_waits_were_not_seen_leaves_no_cap():
     """Users ran but never called the class's wait_time (a TaskSet with its own): no cap, so never
     load-bound, and never the option's cap in its place."""
     pacing = {"NestedUser": {"users": 20, "waits": 0, "mean_wait_s": None, "wait_time_option_used": False}}
-    b = V.judge_manifest({**STAGING, "pacing": pacing}, rps=770.0, avg_ms=5.0)
+    b = judge({**STAGING, "pacing": pacing}, rps=770.0, avg_ms=5.0)
     check(b)
     assert b["inputs"]["pacing_measured"] and b["inputs"]["offered_rate_cap"] is None
     assert b["verdict"] == "none", b
@@ -246,7 +257,7 @@ def test_a_class_whose_waits_were_not_seen_leaves_no_cap():
 
 def test_a_target_that_stopped_answering_is_target_failed():
     dead = {**STAGING, "totals": {"requests": 1000, "failures": 700}}
-    b = V.judge_manifest(dead, rps=30.0, avg_ms=1.0)
+    b = judge(dead, rps=30.0, avg_ms=1.0)
     assert b["verdict"] == "target-failed" and "700 of 1000 requests failed (70%" in b["reason"]
 
 

@@ -13,7 +13,7 @@ Charts (analysis.plots) and the page (analysis.report) import matplotlib; import
 from .errors import AnalysisError, AnalysisWarning
 from .fit import AmdahlFit, FitError, USLFit, fit_amdahl, fit_usl
 from .load import Run, discover_runs, load_run, load_runs
-from .manifest import RunMeta, read_manifest
+from .manifest import read_manifest
 from .scaling import GroupKey, ScalingGroup, ScalingPoint, analyze_scaling, group_runs, scaling_json
 from .summary import aggregated, failures_table, settings_table, summarize
 
@@ -24,7 +24,6 @@ __all__ = [
     "FitError",
     "GroupKey",
     "Run",
-    "RunMeta",
     "ScalingGroup",
     "ScalingPoint",
     "USLFit",

@@ -17,6 +17,7 @@ from collections import Counter
 import numpy as np
 
 from swarmbench.core import verdict as rules
+from swarmbench.core.sections import Bottleneck
 
 from . import columns as C
 from .load import Run
@@ -28,30 +29,20 @@ LATENCY_RISE = 1.5
 """...while the aggregated p95 grew by at least this factor: requests queue at the server."""
 
 
-def run_bottleneck(run: Run) -> dict | None:
+def run_bottleneck(run: Run) -> Bottleneck | None:
     """run.json's `bottleneck`, or the same judgement made now for a run recorded without one."""
     m = run.meta
-    if m.bottleneck and m.bottleneck.get("verdict"):
+    if m.bottleneck and m.bottleneck.verdict:
         return m.bottleneck
     if not run.has_manifest:
         return None
     agg = run.aggregated
-    raw = {
-        "duration_s": m.duration_s,
-        "totals": m.totals,
-        "worker_cpu": m.worker_cpu,
-        "target": m.target,
-        "users": m.users,
-        "wait_time": m.wait_time,
-        "host_cpu": m.host_cpu,
-        "pacing": m.pacing,
-    }
-    return rules.judge_manifest(raw, rps=float(agg[C.RPS_OUT]), avg_ms=float(agg[C.AVG_MS]))
+    return rules.judge_manifest(m, rps=float(agg[C.RPS_OUT]), avg_ms=float(agg[C.AVG_MS]))
 
 
 def run_verdict(run: Run) -> str | None:
     b = run_bottleneck(run)
-    return b.get("verdict") if b else None
+    return b.verdict if b else None
 
 
 def group_bottleneck(group) -> tuple[str, str] | None:
@@ -64,15 +55,15 @@ def group_bottleneck(group) -> tuple[str, str] | None:
     judged = [(r, b) for r, b in judged if b]
     if not judged:
         return None
-    counts = Counter(b["verdict"] for _, b in judged)
+    counts = Counter(b.verdict for _, b in judged)
     verdict, _ = counts.most_common(1)[0]
-    reason = next(b["reason"] for _, b in judged if b["verdict"] == verdict)
+    reason = next(b.reason for _, b in judged if b.verdict == verdict)
     workers = f"{top.workers} worker" + ("" if top.workers == 1 else "s")
     sentence = f"Bottleneck: {verdict} — at {workers}, {reason}."
-    if verdict == "none" and len(group.points) >= 2:
+    if verdict == rules.NONE and len(group.points) >= 2:
         flat = _latency_rise(group)
         if flat:
-            verdict, sentence = "target-bound", f"Bottleneck: target-bound — {flat}."
+            verdict, sentence = rules.TARGET_BOUND, f"Bottleneck: {rules.TARGET_BOUND} — {flat}."
     return verdict, sentence
 
 
@@ -102,7 +93,7 @@ def explain_serial_fraction(group, verdict: str) -> str | None:
         return None
     s = f"s = {a.serial_fraction:.2f}"
     key = group.key
-    if verdict == "load-bound":
+    if verdict == rules.LOAD_BOUND:
         how = (
             "the users' pacing"
             if key.sweep_mode != "weak"
@@ -114,18 +105,18 @@ def explain_serial_fraction(group, verdict: str) -> str | None:
             "more workers only split the same users. To measure generator scaling raise USERS, "
             "lower the wait time or use MODE=weak."
         )
-    if verdict == "target-bound":
+    if verdict == rules.TARGET_BOUND:
         return (
             f"{s} describes the server, not the load generators: the target was at its limit, so "
             "extra workers only queue more requests at it. Give it more CPUs (TARGET_CPUS) or a "
             "cheaper store before reading this as Locust's scalability."
         )
-    if verdict == "target-failed":
+    if verdict == rules.TARGET_FAILED:
         return (
             f"Do not read {s} as scalability: most requests failed at the largest worker count (the "
             "target stopped answering), so the throughput counts failures. Fix the target and rerun."
         )
-    if verdict == "generator-bound":
+    if verdict == rules.GENERATOR_BOUND:
         return (
             f"The load generators were CPU-starved (a worker at ≥ {rules.GENERATOR_CPU_LIMIT_PCT:.0f} % "
             f"of a core, or the machine at ≥ {rules.HOST_CPU_BUSY_PCT:.0f} %), so {s} is what keeps N "

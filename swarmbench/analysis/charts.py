@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from swarmbench.core.arrival import DROP_LIMIT
+from swarmbench.core.verdict import DROP_LIMIT
 
 from . import columns as C
 from . import health, open_knee, open_model, plots

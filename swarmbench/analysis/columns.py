@@ -91,7 +91,6 @@ FAIL_PER_S_OUT = "failures_per_s"
 P50_MS = "p50_ms"
 P95_MS = "p95_ms"
 P99_MS = "p99_ms"
-P100_MS = "max_window_ms"
 AVG_MS = "avg_ms"
 MAX_MS = "max_ms"
 TIME_S = "t_s"  # seconds since the run's first history row

@@ -26,24 +26,19 @@ from .summary import run_status
 FIGSIZE = (9.0, 3.2)
 """The workers chart: as wide as the report's other charts, low (a step line needs little height)."""
 
-EVENT_COLUMNS = [C.RUN_ID, "t_s", "at", "kind", "detail"]
+EVENT_COLUMNS = [C.RUN_ID, C.TIME_S, "at", "kind", "detail"]
 
 
 def events_table(runs: Sequence[Run]) -> pd.DataFrame:
     """Every run's events in order: seconds since its test started, UTC time, kind, detail."""
-    rows = [
-        {C.RUN_ID: run.run_id, **{k: e.get(k) for k in EVENT_COLUMNS[1:]}}
-        for run in runs
-        for e in run.meta.events or []
-        if isinstance(e, dict)
-    ]
+    rows = [[run.run_id, e.t_s, e.at, e.kind, e.detail] for run in runs for e in run.meta.events or []]
     return pd.DataFrame(rows, columns=EVENT_COLUMNS)
 
 
 def workers_timeline(run: Run) -> pd.DataFrame | None:
     """[t_s, workers]: the connected load generators from each change on, held to the run's end
     (the timeline records the first sample and then only changes). None without a timeline."""
-    points = [p for p in run.meta.workers_timeline or [] if isinstance(p, list | tuple) and len(p) == 2]
+    points = [(p.t_s, p.connected) for p in run.meta.workers_timeline or [] if p.t_s is not None]
     if not points:
         return None
     frame = pd.DataFrame(points, columns=["t_s", C.WORKERS]).astype(float)

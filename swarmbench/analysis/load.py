@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from swarmbench.core.manifest import RunManifest
+
 from . import columns as C
 from .errors import AnalysisError, warn
 from .locust_csv import read_exceptions, read_failures, read_history, read_stats
-from .manifest import RunMeta, read_manifest
+from .manifest import read_manifest
 
 STATS_SUFFIX = "_stats.csv"
 
@@ -28,7 +30,7 @@ class Run:
 
     folder: Path
     prefix: str
-    meta: RunMeta
+    meta: RunManifest
     stats: pd.DataFrame
     history: pd.DataFrame | None = None
     failures: pd.DataFrame | None = None
@@ -112,7 +114,7 @@ def load_run(folder: str | Path, history: bool = True) -> Run:
     folder = Path(folder)
     prefix = _prefix(folder)
     run = Run(
-        folder=folder, prefix=prefix, meta=RunMeta(), stats=read_stats(folder / f"{prefix}{STATS_SUFFIX}")
+        folder=folder, prefix=prefix, meta=RunManifest(), stats=read_stats(folder / f"{prefix}{STATS_SUFFIX}")
     )
     manifest = folder / C.MANIFEST
     if manifest.exists():
@@ -143,7 +145,7 @@ def _warn_unknowns(run: Run) -> None:
     unknown = "user class, worker count, mode, host, wait time, Locust version"
     note = ""
     if peak > 0:
-        run.meta = RunMeta(run_id=run.folder.name, users=peak)
+        run.meta = RunManifest(run_id=run.folder.name, users=peak)
         note = f"; users = {peak} taken from the history's peak User Count"
     else:
         unknown += ", users"

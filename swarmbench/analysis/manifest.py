@@ -5,14 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swarmbench.core.manifest import MODES, SCHEMA_VERSION, RunManifest
+from swarmbench.core.manifest import RunManifest
 
 from .errors import warn
-
-RunMeta = RunManifest
-"""The analysis' name for a run's manifest (all None when the folder has no run.json)."""
-
-__all__ = ["MODES", "SCHEMA_VERSION", "RunMeta", "manifest_from_dict", "read_manifest"]
 
 
 def read_manifest(path: Path) -> RunManifest:

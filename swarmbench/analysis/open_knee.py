@@ -1,5 +1,5 @@
 """The open-model knee, and the highest rate a sweep point sustained: per constant-rate step of an
---arrival-rate schedule (core/rate_steps.holds), from locust_arrival.csv's per-second rows.
+--arrival-rate schedule (core/arrival.holds), from locust_arrival.csv's per-second rows.
 
 A step is HELD when, over its seconds after SETTLE_S:
 - under 1 % of its scheduled iterations were dropped (core/arrival.DROP_LIMIT),
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import pandas as pd
 from matplotlib.figure import Figure
 
-from swarmbench.core.arrival import DROP_LIMIT, parse_arrival_rate
+from swarmbench.core.arrival import Hold, holds, parse_arrival_rate
 from swarmbench.core.errors import InputError
-from swarmbench.core.rate_steps import KNEE_P99_MS, Hold, holds, knee_p99_ms
+from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS, knee_p99_ms
 
 from .open_model import OpenRun
 from .plots_time import figure as _figure
@@ -86,7 +86,7 @@ def step_table(run: OpenRun, bound_ms: float | None = None) -> pd.DataFrame:
     """One row per constant-rate step with at least one whole second after SETTLE_S (STEP_COLUMNS).
     The run's last second is partial (the run stopped within it) and is left out."""
     seconds = run.seconds
-    schedule = parse_arrival_rate(str(run.summary.get("arrival_rate") or ""))
+    schedule = parse_arrival_rate(run.summary.arrival_rate or "")
     last = int(seconds["second"].max()) if not seconds.empty else -1
     rows = []
     for hold in holds(schedule):

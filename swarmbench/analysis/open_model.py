@@ -1,6 +1,6 @@
 """Open-model runs (--arrival-rate): offered vs achieved rate, drops per second, service-time and
 intended-start latency over time, and the gap between them -- the coordinated omission a
-closed-loop test would have hidden. Plus the open-mode verdict (core/arrival.judge_open).
+closed-loop test would have hidden. Plus the open-mode verdict (core/verdict.judge_open).
 
 Pure like the rest of the analysis: `load()` reads a run folder, `figure()` returns a Figure,
 `merged_latency()` merges several runs' HDR histograms exactly; writing files is the CLI's job.
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from swarmbench.core import folder
-from swarmbench.core.arrival import judge_open
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.sections import LatencyFigures, OpenCapacity, OpenLatency, OpenModel
+from swarmbench.core.verdict import judge_open
 from swarmbench.plugin.hdr import LatencyBook
 
 from .errors import InputError
@@ -31,14 +31,14 @@ SERVICE_COLOR, INTENDED_COLOR = "#1f77b4", "#ff7f0e"
 class OpenRun:
     """One open-model run folder: run.json, its `open_model`, the per-second CSV."""
 
-    def __init__(self, run_dir: Path, manifest: dict[str, Any], seconds: pd.DataFrame) -> None:
+    def __init__(self, run_dir: Path, manifest: RunManifest, seconds: pd.DataFrame) -> None:
         self.run_dir = run_dir
         self.manifest = manifest
-        self.summary: dict[str, Any] = manifest.get("open_model") or {}
+        self.summary = manifest.open_model or OpenModel()
         self.seconds = seconds
 
     @property
-    def verdict(self) -> dict[str, Any]:
+    def verdict(self) -> OpenCapacity:
         return judge_open(self.manifest)
 
     def gap_p99_ms(self) -> pd.Series:
@@ -53,8 +53,8 @@ def is_open_run(run_dir: Path) -> bool:
 def load(run_dir: Path) -> OpenRun:
     """InputError naming the file when the folder is not a readable open-model run."""
     manifest_path, csv_path = run_dir / folder.MANIFEST, run_dir / folder.ARRIVAL_CSV
-    manifest = RunManifest.read(manifest_path).to_json()  # core's one reader: InputError naming it
-    if not isinstance(manifest.get("open_model"), dict):
+    manifest = RunManifest.read(manifest_path)  # core's one reader: InputError naming it
+    if manifest.open_model is None:
         raise InputError(manifest_path, "no open_model section: not an --arrival-rate run")
     try:
         seconds = pd.read_csv(csv_path)
@@ -96,8 +96,8 @@ def figure(run: OpenRun, title: str = "") -> Figure:
     top.legend(fontsize=8, loc="upper left")
     om = run.summary
     top.set_title(
-        f"{title or run.run_dir.name}: offered {om.get('offered_rate', 0):g}/s, achieved "
-        f"{om.get('achieved_rate', 0):g}/s, {om.get('dropped_iterations', 0)} dropped",
+        f"{title or run.run_dir.name}: offered {om.offered_rate or 0:g}/s, achieved "
+        f"{om.achieved_rate or 0:g}/s, {om.dropped_iterations or 0} dropped",
         fontsize=10,
     )
     for kind, color in (("service", SERVICE_COLOR), ("intended", INTENDED_COLOR)):
@@ -117,13 +117,17 @@ def figure(run: OpenRun, title: str = "") -> Figure:
 def summary_lines(run: OpenRun) -> list[str]:
     """The run in words: rates, drops, both p99s and their gap, the verdict."""
     om, v = run.summary, run.verdict
-    lat = om.get("latency_ms") or {}
-    service, intended = lat.get("service") or {}, lat.get("intended") or {}
+    lat = om.latency_ms or OpenLatency()
+    service, intended = lat.service or LatencyFigures(), lat.intended or LatencyFigures()
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
     return [
-        f"offered {om.get('offered_rate', 0):g}/s, achieved {om.get('achieved_rate', 0):g}/s over "
-        f"{om.get('window_s', 0):g} s; {om.get('dropped_iterations', 0)} dropped "
-        f"({om.get('pool_exhaustion_events', 0)} pool exhaustion events), pool {om.get('pool_users')}",
-        f"p99 service {service.get('p99', '-')} ms, from the intended start {intended.get('p99', '-')} ms "
-        f"(gap {lat.get('p99_gap', '-')} ms)",
-        f"capacity {'reached' if v['capacity_reached'] else 'not reached'}: {v['reason']}",
+        f"offered {om.offered_rate or 0:g}/s, achieved {om.achieved_rate or 0:g}/s over "
+        f"{om.window_s or 0:g} s; {om.dropped_iterations or 0} dropped "
+        f"({om.pool_exhaustion_events or 0} pool exhaustion events), pool {om.pool_users}",
+        f"p99 service {ms(service.p99)} ms, from the intended start {ms(intended.p99)} ms "
+        f"(gap {ms(lat.p99_gap)} ms)",
+        f"capacity {'reached' if v.capacity_reached else 'not reached'}: {v.reason}",
     ]

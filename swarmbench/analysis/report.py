@@ -34,7 +34,7 @@ def _bottleneck_html(runs: Sequence[Run]) -> str:
     for run in runs:
         b = run_bottleneck(run)
         if b:
-            rows.append({"run": run.run_id, "verdict": b.get("verdict"), "why": b.get("reason")})
+            rows.append({"run": run.run_id, "verdict": b.verdict, "why": b.reason})
     if not rows:
         return "<p>No run carries the figures a verdict needs (run.json).</p>"
     return _table(pd.DataFrame(rows)) + f'<p class="muted">{escape(verdict_legend())}</p>'

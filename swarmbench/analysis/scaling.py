@@ -305,7 +305,7 @@ def _bottleneck_hints(group: ScalingGroup, top: ScalingPoint) -> list[str]:
     if not utils:
         return []
     util = float(np.mean(utils))
-    cpus = runs[0].meta.target.get("cpus") if runs[0].meta.target else None
+    cpus = runs[0].meta.target.cpus if runs[0].meta.target else None
     # The same limit as the per-run verdict (verdict.py), so the two sentences never disagree.
     if util >= rules.TARGET_CPU_BUSY:
         return [

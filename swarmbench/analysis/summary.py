@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from swarmbench.core import verdict as rules
+from swarmbench.core.pacing import paces_itself
 
 from . import columns as C
 from .load import Run
@@ -31,10 +32,7 @@ labels nor splits the group."""
 
 def pacing_key(run: Run) -> str | None:
     """The --wait-time option, or OWN_WAIT when no user class used it (measured pacing)."""
-    pacing = run.meta.pacing
-    if pacing and all(
-        isinstance(p, dict) and p.get("wait_time_option_used") is False for p in pacing.values()
-    ):
+    if paces_itself(run.meta.pacing):
         return OWN_WAIT
     return run.meta.wait_time
 
@@ -101,7 +99,7 @@ def settings_table(runs: Sequence[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         m = run.meta
-        cpu = m.worker_cpu.get("mean_percent") if m.worker_cpu else None
+        cpu = m.worker_cpu.mean_percent if m.worker_cpu else None
         rows.append(
             {
                 C.RUN_ID: run.run_id,

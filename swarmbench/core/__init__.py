@@ -13,10 +13,17 @@ this package may import Locust, gevent, psutil, pandas or anything else outside 
     wait        the --wait-time spec: parsed once, think time and offered-rate cap
     checks      the threshold grammar `[NAME:]METRIC OP VALUE`
     headerlines request-header lines (`Name: value`): parsed and validated, values never echoed
-    arrival     the --arrival-rate stage grammar, iteration counts, the open-model verdict
-    rate_steps  stepped arrival rates (knee --rates) and the constant-rate steps of a schedule
-    experiment  request mixes, store strategies, sweep modes, the step-load spec
-    verdict     the bottleneck rules, their thresholds and their wording
+    schema      typed JSON records: one dataclass per object, its key table derived from its fields
+    sections    run.json's sections (CPU, target, totals, open model, events, ...) as records
+    status      run statuses, who started a run, run modes, event kinds
+    durations   the one duration grammar (500ms, 30s, 1m30s)
+    steps       the one step grammar 'START STEP SECONDS MAX' (user steps and rate steps)
+    arrival     the --arrival-rate stage grammar, the rate it offers, its constant-rate holds
+    arrival_counts  what open-model generators counted, summed; run.json's open_model summary
+    slots       a generator's share of the open-model schedule as numbered slots
+    experiment  request mixes, store strategies, sweep modes
+    pacing      the rate cap the users' measured pacing allows
+    verdict     every rule that judges a run: bottleneck, open-model capacity, knee bound
     target      the bundled target's /metrics (scrape, parse, delta)
     launch      the Locust command line of a master, a worker or a standalone run
     gitinfo     the commit a run was made from

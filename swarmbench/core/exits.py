@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import signal
 
+from . import status
+
 OK = 0
 """The run finished and every threshold held."""
 
@@ -61,13 +63,13 @@ def interrupted(signum: int) -> int:
     return 128 + int(signum)
 
 
-def for_run(status: str, signum: int | None, allow_degraded: bool, base: int) -> int:
+def for_run(run_status: str, signum: int | None, allow_degraded: bool, base: int) -> int:
     """The exit code of a run with run.json STATUS; BASE is what Locust and the thresholds decided
     (0, 1, 3, ...). SIGNUM is the signal that interrupted it, if any."""
-    if status == "interrupted" and signum:
+    if run_status == status.INTERRUPTED and signum:
         return interrupted(signum)
-    if status == "failed":
+    if run_status == status.FAILED:
         return RUN_FAILED
-    if status == "degraded" and not allow_degraded:
+    if run_status == status.DEGRADED and not allow_degraded:
         return DEGRADED
     return base

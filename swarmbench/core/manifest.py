@@ -13,77 +13,40 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError, read_text
+from .schema import Record, choice, count
+from .sections import (
+    Bottleneck,
+    CheckOutcome,
+    ClassPacing,
+    Event,
+    GeneratorCpu,
+    HostCpu,
+    LoadShape,
+    Nodes,
+    OpenModel,
+    SweepMembership,
+    TargetCounters,
+    Totals,
+    WorkersPoint,
+)
+from .status import COMPLETE, LOCAL, MODES, STARTED_FROM, STATUSES
 
-SCHEMA_VERSION = 1
-"""Bumped when a field changes meaning; readers warn on a newer one and read what they know."""
+SCHEMA_VERSION = 2
+"""Bumped when a field changes meaning or shape; readers warn on a newer one and read what they know.
+Version 2: every section is a typed record (sections.py) and `workers_timeline` holds
+{"t_s", "connected"} objects instead of [t_s, connected] pairs; `upgrade_v1` reads version 1."""
 
-MODES = ("local", "distributed", "processes")
-"""local: one process; distributed: a master + workers; processes: Locust's --processes N."""
-
-STATUSES = ("complete", "interrupted", "degraded", "failed")
-"""How the run went (plugin/health.py decides; README "Run status"): complete: ran as asked;
-interrupted: stopped by a signal (Ctrl-C, SIGTERM, the stack stopped) before its end; degraded: a
-load generator went missing or quit early, fewer than expected were connected for part of the run,
-or the target stopped answering for part of it; failed: nothing or almost nothing was served."""
-
-STARTED_FROM = ("headless", "ui")
-"""Who started the run: a headless command line, or Start in the web UI (each Start->Stop is a run)."""
-
-# field -> (accepted types, description for the error message). Field order = run.json's key order.
-_INT = ((int,), "an integer")
-_NUM = ((int, float), "a number")
-_STR = ((str,), "a string")
-_DICT = ((dict,), "an object")
-_LIST = ((list,), "a list")
-_BOOL = ((bool,), "true or false")
-_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "schema_version": _INT,
-    "run_id": _STR,
-    "started_at": _STR,
-    "ended_at": _STR,
-    "duration_s": _NUM,
-    "host": _STR,
-    "locustfile": _STR,
-    "user_classes": _LIST,
-    "users": _INT,
-    "spawn_rate": _NUM,
-    "run_time": _NUM,
-    "wait_time": _STR,
-    "stop_timeout": _NUM,
-    "mode": _STR,
-    "workers_expected": _INT,
-    "workers_connected": _INT,
-    "locust_version": _STR,
-    "worker_cpu": _DICT,
-    "target": _DICT,
-    "git_commit": _STR,
-    "exit_code": _INT,
-    "totals": _DICT,
-    "sweep": _DICT,
-    "albums_mix": _STR,
-    "load_shape": _DICT,
-    "host_cpu": _DICT,
-    "request_headers": _LIST,
-    "checks": _LIST,
-    "checks_passed": _BOOL,
-    "bottleneck": _DICT,
-    "open_model": _DICT,
-    "pacing": _DICT,
-    "status": _STR,
-    "started_from": _STR,
-    "events": _LIST,
-    "workers_timeline": _LIST,
-}
+__all__ = ["MODES", "SCHEMA_VERSION", "STARTED_FROM", "STATUSES", "RunManifest", "upgrade_v1"]
 
 
 @dataclass
-class RunManifest:
-    """run.json's fields; None where a run.json lacks them (or there is no run.json)."""
+class RunManifest(Record):
+    """run.json: its fields, in key order; None where a run.json lacks them (or there is none)."""
 
     schema_version: int | None = None
     run_id: str | None = None
@@ -93,49 +56,51 @@ class RunManifest:
     host: str | None = None
     locustfile: str | None = None
     user_classes: tuple[str, ...] = ()
-    users: int | None = None  # a step load's peak users
+    users: int | None = count()  # a step load's peak users
     spawn_rate: float | None = None
     run_time: float | None = None
     wait_time: str | None = None  # the --wait-time option (core/wait.py)
     stop_timeout: float | None = None
-    mode: str | None = None  # one of MODES
-    workers_expected: int | None = None
-    workers_connected: int | None = None
+    mode: str | None = choice(MODES)
+    workers_expected: int | None = count()
+    workers_connected: int | None = count()
     locust_version: str | None = None
-    worker_cpu: dict[str, Any] | None = field(default=None, compare=False)
-    target: dict[str, Any] | None = field(default=None, compare=False)  # the bundled target's counters
+    worker_cpu: GeneratorCpu | None = None
+    target: TargetCounters | None = None  # the bundled target's counters; None for any other host
     git_commit: str | None = None
     exit_code: int | None = None
-    totals: dict[str, Any] | None = field(default=None, compare=False)  # requests, failures
-    sweep: dict[str, Any] | None = field(default=None, compare=False)  # id, mode, repeat, point
+    totals: Totals | None = None
+    sweep: SweepMembership | None = None
     albums_mix: str | None = None  # the albums scenario's request mix (--albums-mix)
-    load_shape: dict[str, Any] | None = field(default=None, compare=False)  # e.g. the step load
-    host_cpu: dict[str, Any] | None = field(default=None, compare=False)  # the whole machine's CPU
+    load_shape: LoadShape | None = None  # e.g. the step load
+    host_cpu: HostCpu | None = None
     request_headers: list[str] | None = None  # names only, never values
-    checks: list[dict[str, Any]] | None = field(default=None, compare=False)  # thresholds' outcomes
+    checks: list[CheckOutcome] | None = None  # the thresholds' outcomes
     checks_passed: bool | None = None
-    bottleneck: dict[str, Any] | None = field(default=None, compare=False)  # what limited the run
-    # --arrival-rate runs: offered/achieved rate, drops, pool exhaustion, latency (core/arrival.py)
-    open_model: dict[str, Any] | None = field(default=None, compare=False)
+    bottleneck: Bottleneck | None = None  # what limited the run (core/verdict.py)
+    open_model: OpenModel | None = None  # --arrival-rate runs
     engine: str | None = None  # "swarm" for `make swarm`; absent for compose and local runs
-    nodes: dict[str, Any] | None = field(default=None, compare=False)  # swarm: where each part ran
-    # {UserClass: {"users", "waits", "mean_wait_s", "wait_time_option_used", "open_loop"}}: the waits
-    # the users actually took (plugin/pacing.py); the verdict's cap rests on it
-    pacing: dict[str, Any] | None = field(default=None, compare=False)
-    status: str | None = None  # one of STATUSES; None: a harness older than the field
-    started_from: str | None = None  # one of STARTED_FROM
-    # [{"at": UTC ISO, "t_s": seconds since test start, "kind": ..., "detail": ...}], in order
-    events: list[dict[str, Any]] | None = field(default=None, compare=False)
-    # [[t_s, connected load generators], ...]: the first sample, then only when the count changed
-    workers_timeline: list[list[float]] | None = field(default=None, compare=False)
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)  # keys this version does not know
+    nodes: Nodes | None = None  # swarm: where each part ran
+    pacing: dict[str, ClassPacing] | None = None  # per user class: the waits its users took
+    status: str | None = choice(STATUSES)  # None: a harness older than the field
+    started_from: str | None = choice(STARTED_FROM)
+    events: list[Event] | None = None
+    workers_timeline: list[WorkersPoint] | None = None
+
+    OMIT_WHEN_NONE = frozenset(
+        {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
+        | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
+        | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
+    )
+    """Optional sections: absent from run.json unless the run had them (a run outside a sweep has
+    no `sweep` key, a run without thresholds no `checks`), as before this schema existed."""
 
     # --- derived ---
 
     @property
     def workers(self) -> int | None:
         """Load generators: 1 for a local run (the harness records 0 workers there)."""
-        if self.mode == "local":
+        if self.mode == LOCAL:
             return 1
         return self.workers_connected or None
 
@@ -143,77 +108,62 @@ class RunManifest:
     def partial(self) -> bool:
         """The run did not measure what was asked for its whole length (status other than complete;
         a run.json older than `status` counts as complete)."""
-        return self.status not in (None, "complete")
+        return self.status not in (None, COMPLETE)
 
     @property
     def store(self) -> str | None:
-        return self.target.get("store") if self.target else None
+        return self.target.store if self.target else None
 
     @property
     def sweep_mode(self) -> str | None:
-        return self.sweep.get("mode") if self.sweep else None
+        return self.sweep.mode if self.sweep else None
 
     @property
     def repeat(self) -> int | None:
-        value = self.sweep.get("repeat") if self.sweep else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return self.sweep.repeat if self.sweep else None
+
+    @property
+    def requests(self) -> int | None:
+        """Locust's final request count (totals), None when not recorded."""
+        return self.totals.requests if self.totals else None
+
+    @property
+    def verdict(self) -> str | None:
+        """The bottleneck verdict the plugin recorded, None without one."""
+        return self.bottleneck.verdict if self.bottleneck else None
+
+    def last_event(self, kind: str) -> str | None:
+        """The detail of the last event of KIND (e.g. status.RUN_END: the status and why)."""
+        found = [e.detail for e in self.events or [] if e.kind == kind]
+        return found[-1] if found else None
 
     # --- JSON ---
 
     def to_json(self) -> dict[str, Any]:
         """run.json's object: known fields in schema order (None kept, so every key is always
-        there), then the unknown keys read from an older file."""
-        out: dict[str, Any] = {"schema_version": self.schema_version or SCHEMA_VERSION}
-        for f in fields(self):
-            if f.name in ("schema_version", "extra"):
-                continue
-            value = getattr(self, f.name)
-            if f.name == "user_classes":
-                value = list(value)
-            if value is None and f.name in _OMIT_WHEN_NONE:
-                continue
-            out[f.name] = value
-        for key, value in self.extra.items():
-            out.setdefault(key, value)
+        there, except the optional sections), then the unknown keys read from an older file."""
+        out = super().to_json()
+        out["schema_version"] = self.schema_version or SCHEMA_VERSION
         return out
 
     @classmethod
     def from_json(
-        cls, data: dict[str, Any], where: str | Path = "run.json", warn: Callable[[str], Any] | None = None
+        cls, data: Any, where: str | Path = "run.json", warn: Callable[[str], Any] | None = None
     ) -> RunManifest:
-        """Type-check DATA; InputError naming WHERE on the first malformed field. WARN (if given)
-        is told about a schema newer than this reader."""
-        values: dict[str, Any] = {}
-        for name, (types, desc) in _TYPES.items():
-            value = data.get(name)
-            if value is None:
-                continue
-            # bool is an int in Python; `"users": true` is still a malformed file.
-            if (isinstance(value, bool) and types != _BOOL[0]) or not isinstance(value, types):
-                raise InputError(where, f'"{name}" should be {desc}, got {json.dumps(value)[:40]}')
-            values[name] = float(value) if types == _NUM[0] else value
-        classes = values.get("user_classes")
-        if classes is not None:
-            if not all(isinstance(c, str) for c in classes):
-                raise InputError(
-                    where, f'"user_classes" should be a list of strings, got {json.dumps(classes)[:40]}'
+        """Type-check DATA (any schema version up to ours); InputError naming WHERE and the key on
+        the first malformed field. WARN (if given) is told about a schema newer than this reader."""
+        if not isinstance(data, dict):
+            raise InputError(where, f"expected a JSON object, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if isinstance(version, int) and not isinstance(version, bool):
+            if version > SCHEMA_VERSION and warn is not None:
+                warn(
+                    f"schema_version {version} is newer than this reader ({SCHEMA_VERSION}); "
+                    "reading known fields"
                 )
-            values["user_classes"] = tuple(classes)
-        for name, allowed in (("mode", MODES), ("status", STATUSES), ("started_from", STARTED_FROM)):
-            if values.get(name) not in (None, *allowed):
-                raise InputError(
-                    where, f'"{name}" should be one of {", ".join(allowed)}, got "{values[name]}"'
-                )
-        for name in ("users", "workers_connected", "workers_expected"):
-            if values.get(name, 0) < 0:
-                raise InputError(where, f'"{name}" should not be negative, got {values[name]}')
-        version = values.get("schema_version")
-        if version is not None and version > SCHEMA_VERSION and warn is not None:
-            warn(
-                f"schema_version {version} is newer than this reader ({SCHEMA_VERSION}); reading known fields"
-            )
-        extra = {k: v for k, v in data.items() if k not in _TYPES}
-        return cls(**values, extra=extra)
+            if version < 2:
+                data = upgrade_v1(data)
+        return super().from_json(data, where)
 
     @classmethod
     def read(cls, path: Path, warn: Callable[[str], Any] | None = None) -> RunManifest:
@@ -223,15 +173,16 @@ class RunManifest:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(path, f"invalid JSON at line {e.lineno}: {e.msg}") from None
-        if not isinstance(data, dict):
-            raise InputError(path, f"expected a JSON object, got {type(data).__name__}")
         return cls.from_json(data, path, warn)
 
 
-_OMIT_WHEN_NONE = frozenset(
-    {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
-    | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
-    | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
-)
-"""Optional sections: absent from run.json unless the run had them (a run outside a sweep has no
-`sweep` key, a run without thresholds no `checks`), as before this schema existed."""
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 run.json in version 2's shape: `workers_timeline` pairs become objects (anything
+    else is left for the type check to judge). Version 1's keys are otherwise version 2's."""
+    timeline = data.get("workers_timeline")
+    if not isinstance(timeline, list):
+        return {**data, "schema_version": SCHEMA_VERSION}
+    points = [
+        {"t_s": p[0], "connected": p[1]} if isinstance(p, list) and len(p) == 2 else p for p in timeline
+    ]
+    return {**data, "schema_version": SCHEMA_VERSION, "workers_timeline": points}

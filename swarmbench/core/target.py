@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
+from .sections import TargetCounters
+
 METRICS_TIMEOUT_S = 3.0
 """Short: the snapshot is taken at test start and end, and must not delay either noticeably."""
 
@@ -68,17 +70,17 @@ def scrape(host: str) -> TargetSnapshot | None:
     return snap if snap.store is not None else None
 
 
-def delta(before: TargetSnapshot, after: TargetSnapshot) -> dict:
+def delta(before: TargetSnapshot, after: TargetSnapshot) -> TargetCounters:
     """What the target did between two scrapes, as recorded in run.json."""
     routes = sorted(set(before.requests) | set(after.requests))
     requests = {r: after.requests.get(r, 0) - before.requests.get(r, 0) for r in routes}
     cpu = None
     if before.cpu_seconds is not None and after.cpu_seconds is not None:
         cpu = round(after.cpu_seconds - before.cpu_seconds, 3)
-    return {
-        "store": after.store,
-        "cpus": after.cpus,
-        "cpu_seconds": cpu,
-        "requests": {r: n for r, n in requests.items() if n},
-        "album_requests": sum(requests.get(r, 0) for r in ALBUM_ROUTES),
-    }
+    return TargetCounters(
+        store=after.store,
+        cpus=after.cpus,
+        cpu_seconds=cpu,
+        requests={r: n for r, n in requests.items() if n},
+        album_requests=sum(requests.get(r, 0) for r in ALBUM_ROUTES),
+    )

@@ -10,13 +10,14 @@ comes first. A generator at its CPU limit makes every other number suspect (its 
 own queueing); a server at its CPU limit comes next; only when neither machine is busy can the closed
 loop of users x think time be what capped the rate.
 
-The pacing the verdict uses is what the users did, not what the --wait-time option says: run.json's
-`pacing` holds each user class's measured waits (plugin/pacing.py), so a locustfile whose class sets
-its own `wait_time` is judged by its own waits. Several classes: each class's cap is its users /
-its mean wait (closed loop) or users x the option's rate (open loop), and the run's cap is their sum
-(each class's users start tasks independently, so their maxima add up). Runs recorded before
-`pacing` existed fall back to the option, and a rate above that cap marks the option as not what the
-users did: never "load-bound" then.
+The pacing cap the load-bound rule uses is what the users did (core/pacing.py); a rate above that
+cap marks the pacing as not what the users did: never "load-bound" then.
+
+An open-model run (--arrival-rate) is judged too (`judge_open`): was the offered rate held, and if
+not, what limited it -- with the same CPU limits.
+
+Inputs and outputs are run.json's typed sections (core/sections.py): `VerdictInputs` in, a
+`Bottleneck` (or `OpenCapacity`) out, recorded in run.json next to each other.
 
 Every number a reason quotes is one of the inputs (or a ratio of two), formatted as printed;
 tests/test_verdict_properties.py checks that over thousands of generated inputs.
@@ -24,9 +25,12 @@ tests/test_verdict_properties.py checks that over thousands of generated inputs.
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
-from .wait import try_parse
+from .durations import parse_duration
+from .manifest import RunManifest
+from .pacing import fill_pacing, pacing_words
+from .sections import Bottleneck, OpenCapacity, OpenModel, TargetCounters, VerdictInputs
 
 GENERATOR_CPU_LIMIT_PCT = 90.0
 """A Locust worker is one Python process: one core at most. At >= 90 % of it (mean over the run,
@@ -66,134 +70,54 @@ TARGET_FAILED_SHARE = 0.5
 (connection refused, resets, timeouts, errors): the rate then counts failures, and says nothing
 about the capacity the run was meant to measure. A run below it is judged on its other figures."""
 
-VERDICTS = ("target-failed", "generator-bound", "target-bound", "load-bound", "none")
+
+TARGET_FAILED, GENERATOR_BOUND, TARGET_BOUND, LOAD_BOUND, NONE = (
+    "target-failed", "generator-bound", "target-bound", "load-bound", "none"
+)  # fmt: skip
+VERDICTS = (TARGET_FAILED, GENERATOR_BOUND, TARGET_BOUND, LOAD_BOUND, NONE)
+"""run.json bottleneck.verdict, in the order judge() checks them."""
 
 
-def target_cpu_util(target: dict[str, Any] | None, duration_s: float | None) -> float | None:
+def target_cpu_util(target: TargetCounters | None, duration_s: float | None) -> float | None:
     """The target's CPU seconds / (duration x its CPUs): the share of its CPUs it used during the
     run (the verdict's and the analysis' one formula). None without the figures."""
-    if not target or not duration_s:
+    if not target or not duration_s or target.cpu_seconds is None or not target.cpus:
         return None
-    cpu, cpus = _num(target.get("cpu_seconds")), _num(target.get("cpus"))
-    if cpu is None or not cpus:
-        return None
-    return cpu / (duration_s * cpus)
+    return target.cpu_seconds / (duration_s * target.cpus)
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-# --- pacing: the cap the users' waits put on the rate ---------------------------------------------
-
-
-def pacing_classes(pacing: Any, wait_time: str | None) -> list[dict[str, Any]]:
-    """run.json's measured `pacing`, one row per user class that took waits, sorted by name:
-    {"name", "users", "waits", "mean_wait_s", "own_wait_time", "open_loop", "cap"} where `cap` is
-    the tasks/s that class's users can start at most (None: no cap -- zero waits, no waits measured
-    (a TaskSet's own wait_time is not observed), or an open-loop wait_time of the class's own, whose
-    rate the waits do not tell)."""
-    if not isinstance(pacing, dict):
-        return []
-    spec = try_parse(wait_time)
-    rows = []
-    for name, p in sorted(pacing.items()):
-        if not isinstance(p, dict):
-            continue
-        users, waits, mean = _num(p.get("users")), _num(p.get("waits")), _num(p.get("mean_wait_s"))
-        if not users:
-            continue
-        if not waits or mean is None:
-            rows.append(
-                {"name": str(name), "users": int(users), "waits": 0, "mean_wait_s": None,
-                 "own_wait_time": None, "open_loop": False, "cap": None}
-            )  # fmt: skip
-            continue
-        own = p.get("wait_time_option_used") is False
-        open_loop = bool(p.get("open_loop")) or (not own and spec is not None and spec.think_time_s is None)
-        if open_loop:
-            rate = spec.rate_per_user if spec is not None and not own else None
-            cap = users * rate if rate else None
-        else:
-            cap = users / mean if mean > 0 else None
-        rows.append(
-            {"name": str(name), "users": int(users), "waits": int(waits), "mean_wait_s": mean,
-             "own_wait_time": own, "open_loop": open_loop, "cap": cap}
-        )  # fmt: skip
-    return rows
-
-
-def _pacing_inputs(run: dict[str, Any], users: int | None, wait: str | None) -> dict[str, Any]:
-    """The cap in requests/s and the mean think time: measured when run.json has `pacing`, else
-    from the --wait-time option (`pacing_measured` says which)."""
-    classes = pacing_classes(run.get("pacing"), wait)
-    if classes:
-        waits = sum(c["waits"] for c in classes)
-        requests = _num((run.get("totals") or {}).get("requests"))
-        per_task = requests / waits if requests and waits else None
-        caps = [c["cap"] for c in classes]
-        cap = sum(caps) * per_task if per_task and all(c is not None for c in caps) else None
-        closed = [c for c in classes if c["waits"] and not c["open_loop"]]
-        think = (
-            sum(c["mean_wait_s"] * c["waits"] for c in closed) / sum(c["waits"] for c in closed)
-            if closed
-            else None
-        )
-        for c in classes:
-            c["mean_wait_s"] = None if c["mean_wait_s"] is None else round(c["mean_wait_s"], 4)
-            c["cap"] = None if c["cap"] is None else round(c["cap"], 2)
-        return {
-            "pacing_measured": True,
-            "pacing": classes,
-            "requests_per_task": None if per_task is None else round(per_task, 3),
-            "offered_rate_cap": None if cap is None else round(cap, 2),
-            "think_time_s": None if think is None else round(think, 4),
-        }
-    spec = try_parse(wait)
-    cap = spec.offered_rate_cap(users) if spec and users else None
-    return {
-        "pacing_measured": False,
-        "pacing": [],
-        "requests_per_task": None,
-        "offered_rate_cap": None if cap is None else round(cap, 2),
-        "think_time_s": spec.think_time_s if spec else None,
-    }
-
-
-def inputs_from_manifest(run: dict[str, Any], rps: float | None = None, avg_ms: float | None = None) -> dict:
+def inputs_from_manifest(
+    run: RunManifest, rps: float | None = None, avg_ms: float | None = None
+) -> VerdictInputs:
     """The numbers the verdict rests on, from run.json's own fields (recorded next to the verdict).
 
     RPS and AVG_MS default to totals over duration_s (the plugin passes Locust's own figures).
     """
-    duration = _num(run.get("duration_s"))
-    totals = run.get("totals") or {}
-    requests, failures = _num(totals.get("requests")), _num(totals.get("failures"))
+    duration = run.duration_s
+    totals = run.totals
+    requests = totals.requests if totals else None
+    failures = totals.failures if totals else None
     run_rps = requests / duration if duration and requests is not None else None
     if rps is None:
         rps = run_rps
-    cpu = run.get("worker_cpu") or {}
-    busiest = [_num(w.get("mean_percent")) for w in cpu.get("per_worker") or []]
-    busiest = [b for b in busiest if b is not None]
-    target = run.get("target") or {}
-    util = target_cpu_util(target, duration)
-    host = run.get("host_cpu") or {}
-    users = run.get("users") if isinstance(run.get("users"), int) else None
-    wait = run.get("wait_time") if isinstance(run.get("wait_time"), str) else None
-    return {
-        "rps": None if rps is None else round(rps, 2),
-        "run_rps": None if run_rps is None else round(run_rps, 2),
-        "avg_response_ms": None if avg_ms is None else round(avg_ms, 2),
-        "requests": None if requests is None else int(requests),
-        "failures": None if failures is None else int(failures),
-        "worker_cpu_max_mean_percent": max(busiest) if busiest else None,
-        "host_cpu_mean_percent": _num(host.get("mean_percent")),
-        "host_cpus": _num(host.get("cpus")),
-        "target_cpu_util": None if util is None else round(util, 3),
-        "target_cpus": _num(target.get("cpus")),
-        "users": users,
-        "wait_time": wait,
-        **_pacing_inputs(run, users, wait),
-    }
+    util = target_cpu_util(run.target, duration)
+    host = run.host_cpu
+    inputs = VerdictInputs(
+        rps=None if rps is None else round(rps, 2),
+        run_rps=None if run_rps is None else round(run_rps, 2),
+        avg_response_ms=None if avg_ms is None else round(avg_ms, 2),
+        requests=requests,
+        failures=failures,
+        worker_cpu_max_mean_percent=run.worker_cpu.busiest_mean_percent if run.worker_cpu else None,
+        host_cpu_mean_percent=host.mean_percent if host else None,
+        host_cpus=None if host is None or host.cpus is None else float(host.cpus),
+        target_cpu_util=None if util is None else round(util, 3),
+        target_cpus=run.target.cpus if run.target else None,
+        users=run.users,
+        wait_time=run.wait_time,
+    )
+    fill_pacing(inputs, run.pacing)
+    return inputs
 
 
 # --- the judgement --------------------------------------------------------------------------------
@@ -203,25 +127,6 @@ def _cpus(cpus: float | None) -> str:
     return "?" if cpus is None else f"{cpus:g}"
 
 
-def _class_words(c: dict[str, Any], option: str | None) -> str:
-    """One class's pacing: "20 users of FastUser (its own wait_time, mean wait 0.0200 s)"."""
-    if not c["waits"]:
-        return f"{c['users']} users of {c['name']} (no waits seen: a TaskSet's own wait_time?)"
-    source = "its own wait_time" if c["own_wait_time"] else f"--wait-time '{option}'"
-    wait = "open-loop pacing" if c["open_loop"] else f"measured mean wait {c['mean_wait_s']:.4f} s"
-    return f"{c['users']} users of {c['name']} ({source}, {wait})"
-
-
-def pacing_words(inputs: dict[str, Any]) -> str:
-    """Who paced the run: each measured class and where its wait_time came from, or the option."""
-    classes = inputs.get("pacing") or []
-    if not classes:
-        return (
-            f"{inputs.get('users')} users with --wait-time '{inputs.get('wait_time')}' (pacing not measured)"
-        )
-    return " and ".join(_class_words(c, inputs.get("wait_time")) for c in classes)
-
-
 def _rate(value: float | None) -> str:
     """A rate as printed: whole numbers from 10 up, two significant digits below (0.5, 1.5)."""
     if value is None:
@@ -229,32 +134,33 @@ def _rate(value: float | None) -> str:
     return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
 
 
-def paced_rate(inputs: dict[str, Any]) -> float | None:
+def paced_rate(inputs: VerdictInputs) -> float | None:
     """The rate the pacing cap bounds: requests / the run's duration (the waits were counted over
     the same seconds). Locust's own Requests/s divides by the time to the LAST request instead,
     which in a sparse run (2 users waiting 2 s) can read 1.5x the real rate. Locust's figure only
     when run.json lacks the totals or the duration."""
-    run_rps = inputs.get("run_rps")
-    return run_rps if run_rps is not None else inputs.get("rps")
+    return inputs.run_rps if inputs.run_rps is not None else inputs.rps
 
 
-def judge(inputs: dict[str, Any]) -> dict[str, Any]:
-    """{"verdict", "reason", "inputs"} for one run from `inputs_from_manifest`'s numbers."""
+def judge(inputs: VerdictInputs) -> Bottleneck:
+    """The verdict, its reason and INPUTS (`inputs_from_manifest`'s numbers) for one run."""
 
-    def out(verdict: str, reason: str) -> dict[str, Any]:
-        return {"verdict": verdict, "reason": reason, "inputs": inputs}
+    def out(verdict: str, reason: str) -> Bottleneck:
+        return Bottleneck(verdict=verdict, reason=reason, inputs=inputs)
 
     found = _failed(inputs) or _cpu_limit(inputs)
     if found:
         return out(*found)
     rps, cap, think, avg = (
         paced_rate(inputs),
-        *(inputs.get(k) for k in ("offered_rate_cap", "think_time_s", "avg_response_ms")),
+        inputs.offered_rate_cap,
+        inputs.think_time_s,
+        inputs.avg_response_ms,
     )
     above_cap = rps is not None and cap and rps > cap * (1 + CAP_TOLERANCE)
     if rps is not None and cap and not above_cap and rps >= LOAD_BOUND_SHARE * cap:
         return out(
-            "load-bound",
+            LOAD_BOUND,
             f"{pacing_words(inputs)} can start at most {_rate(cap)} requests/s and the run averaged "
             f"{_rate(rps)} ({rps / cap:.0%}): the users' pacing capped the rate ({_headroom(cap, rps)}); "
             "more workers cannot raise it, more users or less think time can",
@@ -262,60 +168,58 @@ def judge(inputs: dict[str, Any]) -> dict[str, Any]:
     if not above_cap and avg is not None and think and avg / 1000 >= LATENCY_DOMINATES * think:
         reached = f"; the run averaged {_rate(rps)} of a possible {_rate(cap)} requests/s" if cap else ""
         return out(
-            "target-bound",
+            TARGET_BOUND,
             f"mean response time {avg:.0f} ms is longer than the {think * 1000:.0f} ms mean think time "
             f"of {pacing_words(inputs)}{reached}: users waited on the server (locks, delays, queueing) "
             "more than they thought",
         )
-    return out("none", _no_limit(inputs, bool(above_cap)))
+    return out(NONE, _no_limit(inputs, bool(above_cap)))
 
 
-def _failed(inputs: dict[str, Any]) -> tuple[str, str] | None:
-    requests, failures = inputs.get("requests"), inputs.get("failures")
+def _failed(inputs: VerdictInputs) -> tuple[str, str] | None:
+    requests, failures = inputs.requests, inputs.failures
     if not requests or failures is None or failures / requests < TARGET_FAILED_SHARE:
         return None
     return (
-        "target-failed",
+        TARGET_FAILED,
         f"{failures} of {requests} requests failed ({failures / requests:.0%}, limit "
         f"{TARGET_FAILED_SHARE:.0%}): the target stopped answering or refused the requests, so the "
         "rate counts failures and measures no capacity (see the failures table)",
     )
 
 
-def _cpu_limit(inputs: dict[str, Any]) -> tuple[str, str] | None:
-    gen, util, host = (
-        inputs.get(k) for k in ("worker_cpu_max_mean_percent", "target_cpu_util", "host_cpu_mean_percent")
-    )
+def _cpu_limit(inputs: VerdictInputs) -> tuple[str, str] | None:
+    gen, util, host = inputs.worker_cpu_max_mean_percent, inputs.target_cpu_util, inputs.host_cpu_mean_percent
     if gen is not None and gen >= GENERATOR_CPU_LIMIT_PCT:
         return (
-            "generator-bound",
+            GENERATOR_BOUND,
             f"the busiest load generator used {gen:.0f} % of its CPU core (limit "
             f"{GENERATOR_CPU_LIMIT_PCT:.0f} %): Locust itself could not offer more load",
         )
     if util is not None and util >= TARGET_CPU_BUSY:
         return (
-            "target-bound",
-            f"the target used {util:.0%} of its {_cpus(inputs.get('target_cpus'))} CPU(s) (limit "
+            TARGET_BOUND,
+            f"the target used {util:.0%} of its {_cpus(inputs.target_cpus)} CPU(s) (limit "
             f"{TARGET_CPU_BUSY:.0%}): the server, not the generators, capped the rate",
         )
     if host is not None and host >= HOST_CPU_BUSY_PCT:
         busiest = f" (the busiest worker used {gen:.0f} % of a core)" if gen is not None else ""
         return (
-            "generator-bound",
-            f"the machine's {_cpus(inputs.get('host_cpus'))} CPUs were {host:.0f} % busy (limit "
+            GENERATOR_BOUND,
+            f"the machine's {_cpus(inputs.host_cpus)} CPUs were {host:.0f} % busy (limit "
             f"{HOST_CPU_BUSY_PCT:.0f} %): generators, master and target competed for cores, so the "
             f"generators could not offer more load{busiest}",
         )
     return None
 
 
-def _no_limit(inputs: dict[str, Any], above_cap: bool) -> str:
-    gen, host, util = (
-        inputs.get(k) for k in ("worker_cpu_max_mean_percent", "host_cpu_mean_percent", "target_cpu_util")
-    )
+def _no_limit(inputs: VerdictInputs, above_cap: bool) -> str:
+    gen, host, util = inputs.worker_cpu_max_mean_percent, inputs.host_cpu_mean_percent, inputs.target_cpu_util
     rps, cap, requests, failures = (
         paced_rate(inputs),
-        *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
+        inputs.offered_rate_cap,
+        inputs.requests,
+        inputs.failures,
     )
     parts = []
     if gen is not None:
@@ -338,9 +242,86 @@ def _no_limit(inputs: dict[str, Any], above_cap: bool) -> str:
     return f"no limit reached ({detail})"
 
 
-def judge_manifest(run: dict[str, Any], rps: float | None = None, avg_ms: float | None = None) -> dict:
+def judge_manifest(run: RunManifest, rps: float | None = None, avg_ms: float | None = None) -> Bottleneck:
     """The `bottleneck` section of run.json for a finished run's manifest."""
     return judge(inputs_from_manifest(run, rps=rps, avg_ms=avg_ms))
+
+
+# --- the open model ------------------------------------------------------------------------------
+
+DROP_LIMIT = 0.01
+"""Dropped share of scheduled iterations at which the offered rate counts as not held: 1 % is the
+knee criterion (the highest rate held with < 1 % dropped)."""
+
+LATENCY_GROWTH = 2.0
+"""Intended-start p99 in the last third of the schedule over the first third at which latency counts
+as growing: the queue for free users (or the server's) was still building when the run ended."""
+
+LATENCY_GROWTH_MIN_MS = 50.0
+"""...and by at least this much: a p99 of a few ms doubling is noise on a busy machine, not a queue."""
+
+BY_GENERATOR, BY_TARGET, BY_NEITHER = "generator CPU", "target CPU", "neither"
+"""What limited an open-model run that did not hold its rate (run.json open_model.capacity.by)."""
+
+
+def judge_open(run: RunManifest) -> OpenCapacity:
+    """Capacity reached (drops, the generators behind their schedule, or intended latency growing)
+    and by what: generator CPU, target CPU, or neither -- from run.json alone, with the closed-loop
+    verdict's own CPU limits."""
+    om = run.open_model or OpenModel()
+    dropped, offered, scheduled = om.dropped_ratio or 0.0, om.offered_rate or 0.0, om.scheduled_rate or 0.0
+    behind = offered > 0 and scheduled < (1 - DROP_LIMIT) * offered
+    first, last = om.intended_p99_first_third_ms, om.intended_p99_last_third_ms
+    detail = f"{om.achieved_rate or 0:g} of {offered:g} iterations/s started, {dropped:.1%} dropped"
+    growing = False
+    if first is not None and last is not None and first > 0:
+        detail += f", intended-start p99 {first:g} -> {last:g} ms from the first to the last third"
+        growing = last / first >= LATENCY_GROWTH and last - first >= LATENCY_GROWTH_MIN_MS
+    if dropped < DROP_LIMIT and not growing and not behind:
+        return OpenCapacity(capacity_reached=False, by=None, reason=f"the offered rate was held ({detail})")
+    by, words = _open_limit(inputs_from_manifest(run))
+    if behind and by != BY_GENERATOR:  # late iterations are the generators' own doing
+        by = BY_GENERATOR
+        words = (
+            f"the generators scheduled only {scheduled:g} of {offered:g} iterations/s: they fell "
+            "behind their schedule (a busy event loop, or a generator lost mid-run)"
+        )
+    return OpenCapacity(capacity_reached=True, by=by, reason=f"{detail}; limited by {by} ({words})")
+
+
+def _open_limit(inputs: VerdictInputs) -> tuple[str, str]:
+    gen, host, util = inputs.worker_cpu_max_mean_percent, inputs.host_cpu_mean_percent, inputs.target_cpu_util
+    if gen is not None and gen >= GENERATOR_CPU_LIMIT_PCT:
+        return BY_GENERATOR, f"the busiest load generator at {gen:.0f} % of its core"
+    if host is not None and host >= HOST_CPU_BUSY_PCT:
+        return BY_GENERATOR, f"the machine {host:.0f} % busy: generators and target competed for cores"
+    if util is not None and util >= TARGET_CPU_BUSY:
+        return BY_TARGET, f"the target at {util:.0%} of its CPUs"
+    return (
+        BY_NEITHER,
+        "no CPU at its limit: the target's latency (locks, delays, queueing) over the pool of users",
+    )
+
+
+KNEE_P99_MS = 500.0
+"""Default bound on an open-model knee step's intended-start p99 (KNEE_P99_MS / --knee-p99-ms
+override it): half a second from when an iteration was due to its answer is what a user notices,
+far above a healthy loopback p99. A step is held when < DROP_LIMIT dropped and its p99 is under it."""
+
+
+def knee_p99_ms(text: str) -> float:
+    """The KNEE_P99_MS setting ('' = the default) in ms: a plain number is ms, a unit is allowed
+    (core/durations.py); ValueError saying what is wrong."""
+    text = text.strip()
+    if not text:
+        return KNEE_P99_MS
+    try:
+        value = round(parse_duration(text, unit="ms") * 1000, 6)  # 0.12 s -> 120 ms, no float dust
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{text!r} is not a positive number of milliseconds, e.g. 500")
+    return value
 
 
 def _headroom(cap: float, rps: float) -> str:

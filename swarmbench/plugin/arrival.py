@@ -32,14 +32,15 @@ from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import folder
-from swarmbench.core.arrival import (
+from swarmbench.core.arrival import ArrivalSchedule, parse_arrival_rate
+from swarmbench.core.arrival_counts import (
     PER_SECOND_COLUMNS,
     ArrivalCounts,
-    ArrivalSchedule,
-    parse_arrival_rate,
-    parse_duration,
+    generator_iterations,
     summarize,
 )
+from swarmbench.core.durations import parse_duration
+from swarmbench.core.sections import LatencyFigures, OpenLatency, OpenModel
 
 from .errors import die
 from .hdr import AGGREGATED, TIMELINE_COLUMNS, LatencyBook, Timeline, percentile_ms
@@ -58,7 +59,7 @@ COORDINATE_INTERVAL_S = 0.5
 the others theirs re-split, within this long (each message is a few bytes)."""
 
 
-class OpenModel:
+class ArrivalLoad:
     """The open model in this process; inactive (no listener does anything) without the option."""
 
     def __init__(self, plugin: Any) -> None:
@@ -76,19 +77,6 @@ class OpenModel:
         self.clock0_epoch = 0.0  # the same moment, time.time(): the CSV's timestamps
         self.coordinator: gevent.Greenlet | None = None
         self.stopping = False
-
-    def register(self, events: Any) -> None:
-        """Each listener is the method named on_<event>."""
-        for event in (
-            "init",
-            "test_start",
-            "spawning_complete",
-            "test_stopping",
-            "report_to_master",
-            "worker_report",
-            "quitting",
-        ):
-            getattr(events, event).add_listener(getattr(self, f"on_{event}"))
 
     @property
     def active(self) -> bool:
@@ -206,10 +194,10 @@ class OpenModel:
         summary = self.summary()
         logger.info(
             "Open model: offered %.1f/s, achieved %.1f/s, %d dropped (%d pool exhaustion events)",
-            summary["offered_rate"],
-            summary["achieved_rate"],
-            summary["dropped_iterations"],
-            summary["pool_exhaustion_events"],
+            summary.offered_rate,
+            summary.achieved_rate,
+            summary.dropped_iterations,
+            summary.pool_exhaustion_events,
         )
         run = self.plugin.run
         if run is None:
@@ -218,23 +206,20 @@ class OpenModel:
         if run.run_dir:
             self.write(run.run_dir)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> OpenModel:
         assert self.schedule is not None
         opts = self.runner.environment.parsed_options if self.runner else None
         out = summarize(self.spec, self.schedule, self.counts, getattr(opts, "num_users", None))
-        out["max_wait_s"] = self.max_wait_s
+        out.max_wait_s = self.max_wait_s
         seconds = len(self.counts.rows())
-        if seconds >= 3:  # is the intended-start latency still growing? (core/arrival.judge_open)
+        if seconds >= 3:  # is the intended-start latency still growing? (core/verdict.judge_open)
             third = seconds // 3
-            out["intended_p99_first_third_ms"] = self.timeline.percentile_between("intended", 0, third, 99)
-            out["intended_p99_last_third_ms"] = self.timeline.percentile_between(
+            out.intended_p99_first_third_ms = self.timeline.percentile_between("intended", 0, third, 99)
+            out.intended_p99_last_third_ms = self.timeline.percentile_between(
                 "intended", seconds - third, seconds, 99
             )
-        out["latency_ms"] = latency_summary(self.latency)
-        out["per_worker"] = {
-            wid: {"scheduled": c.scheduled, "started": c.started, "dropped": c.dropped, "span": c.span}
-            for wid, c in sorted(self.per_worker.items())
-        }
+        out.latency_ms = latency_summary(self.latency)
+        out.per_worker = {wid: generator_iterations(c) for wid, c in sorted(self.per_worker.items())}
         return out
 
     def write(self, run_dir: Path) -> None:
@@ -265,26 +250,19 @@ def shares(runner: MasterRunner) -> list[tuple[str, float, float]]:
     ]
 
 
-def latency_summary(book: LatencyBook) -> dict[str, Any]:
+def latency_summary(book: LatencyBook) -> OpenLatency:
     """Aggregated p50/p99/max of both kinds, and the coordinated-omission gap at p99."""
-    out: dict[str, Any] = {}
+    out = OpenLatency(name=AGGREGATED)
     for kind in ("service", "intended"):
         hist = book.aggregated(kind)
         if hist.get_total_count():
-            out[kind] = {
-                "count": hist.get_total_count(),
-                "p50": percentile_ms(hist, 50),
-                "p99": percentile_ms(hist, 99),
-                "max": round(hist.get_max_value() / 1000, 3),
-            }
-    if "service" in out and "intended" in out:
-        out["p99_gap"] = round(out["intended"]["p99"] - out["service"]["p99"], 3)
-    out["name"] = AGGREGATED
+            figures = LatencyFigures(
+                count=hist.get_total_count(),
+                p50=percentile_ms(hist, 50),
+                p99=percentile_ms(hist, 99),
+                max=round(hist.get_max_value() / 1000, 3),
+            )
+            setattr(out, kind, figures)
+    if out.service and out.intended and out.service.p99 is not None and out.intended.p99 is not None:
+        out.p99_gap = round(out.intended.p99 - out.service.p99, 3)
     return out
-
-
-def register(events: Any, plugin: Any) -> OpenModel:
-    """The open model's listeners (wiring.py calls this once, before pacing.py wraps user waits)."""
-    model = OpenModel(plugin)
-    model.register(events)
-    return model

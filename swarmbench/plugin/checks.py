@@ -32,6 +32,7 @@ from locust.stats import RequestStats, StatsEntry
 from swarmbench.core import exits
 from swarmbench.core.checks import AGGREGATED, Check, CheckSyntaxError, parse_checks
 from swarmbench.core.folder import JUNIT_XML
+from swarmbench.core.sections import CheckOutcome
 
 from .errors import die
 from .lifecycle import Run
@@ -50,17 +51,13 @@ class Outcome:
     passed: bool
     reason: str = ""  # why there is no measurement
 
-    def as_json(self) -> dict:
+    def record(self) -> CheckOutcome:
+        """run.json's `checks[]` entry."""
         c = self.check
-        return {
-            "expr": c.expr,
-            "name": c.name,
-            "metric": c.metric,
-            "op": c.op,
-            "limit": c.limit,
-            "measured": self.measured,
-            "passed": self.passed,
-        }
+        return CheckOutcome(
+            expr=c.expr, name=c.name, metric=c.metric, op=c.op, limit=c.limit, measured=self.measured,
+            passed=self.passed,
+        )  # fmt: skip
 
     def line(self) -> str:
         """`PASS p95<300 (Aggregated): measured 12 ms` -- what the console and junit show."""
@@ -150,7 +147,7 @@ def finish(run: Run, checks: list[Check], environment: Environment) -> list[Outc
     only after the workers' last reports) and Locust reads the exit code right after."""
     outcomes = evaluate(checks, environment.stats)
     passed = all(o.passed for o in outcomes)
-    run.manifest.checks = [o.as_json() for o in outcomes]
+    run.manifest.checks = [o.record() for o in outcomes]
     run.manifest.checks_passed = passed
     if run.run_dir:
         started, ended = run.started_at, run.ended_at or datetime.now(UTC)

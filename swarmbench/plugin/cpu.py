@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from swarmbench.core.sections import GeneratorCpu, WorkerCpu
+
 REPORT_KEY = "swarmbench_cpu"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""
 
@@ -54,15 +56,16 @@ class CpuSeries:
             return mean
         return round(max(best, mean or 0.0), 1)
 
-    def summary(self) -> dict:
+    def summary(self, worker_id: str) -> WorkerCpu:
         reported = self.locust_reported
-        return {
-            "mean_percent": self.mean_percent(),
-            "max_percent": self.max_percent(),
-            "samples": len(self.samples),
-            "locust_reported_mean_percent": round(sum(reported) / len(reported), 1) if reported else None,
-            "locust_reported_max_percent": round(max(reported), 1) if reported else None,
-        }
+        return WorkerCpu(
+            id=worker_id,
+            mean_percent=self.mean_percent(),
+            max_percent=self.max_percent(),
+            samples=len(self.samples),
+            locust_reported_mean_percent=round(sum(reported) / len(reported), 1) if reported else None,
+            locust_reported_max_percent=round(max(reported), 1) if reported else None,
+        )
 
 
 class CpuClock:
@@ -80,13 +83,13 @@ class CpuClock:
         return time.monotonic() - self.t0, process_cpu_seconds() - self.c0
 
 
-def summarize(series: dict[str, CpuSeries]) -> dict:
+def summarize(series: dict[str, CpuSeries]) -> GeneratorCpu:
     """run.json's worker_cpu: the mean over workers of each one's mean, the max over all."""
-    per_worker = [{"id": wid, **s.summary()} for wid, s in sorted(series.items())]
-    means = [w["mean_percent"] for w in per_worker if w["mean_percent"] is not None]
-    maxes = [w["max_percent"] for w in per_worker if w["max_percent"] is not None]
-    return {
-        "mean_percent": round(sum(means) / len(means), 1) if means else None,
-        "max_percent": max(maxes) if maxes else None,
-        "per_worker": per_worker,
-    }
+    per_worker = [s.summary(wid) for wid, s in sorted(series.items())]
+    means = [w.mean_percent for w in per_worker if w.mean_percent is not None]
+    maxes = [w.max_percent for w in per_worker if w.max_percent is not None]
+    return GeneratorCpu(
+        mean_percent=round(sum(means) / len(means), 1) if means else None,
+        max_percent=max(maxes) if maxes else None,
+        per_worker=per_worker,
+    )

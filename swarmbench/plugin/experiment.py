@@ -15,7 +15,9 @@ import gevent
 import psutil
 from locust.env import Environment
 
-from swarmbench.core.experiment import MIXES, SWEEP_MODES, parse_step_users
+from swarmbench.core.experiment import MIXES, SWEEP_MODES
+from swarmbench.core.sections import HostCpu, SweepMembership
+from swarmbench.core.steps import parse_step_users
 
 from .errors import die
 from .lifecycle import Run
@@ -45,16 +47,16 @@ def validate(opts: Any, environment: Environment) -> None:
         environment.shape_class = None
 
 
-def sweep_section(opts: Any) -> dict | None:
+def sweep_section(opts: Any) -> SweepMembership | None:
     if not getattr(opts, "sweep_id", ""):
         return None
     repeat = opts.sweep_repeat
-    return {
-        "id": opts.sweep_id,
-        "mode": opts.sweep_mode or None,
-        "repeat": int(repeat) if str(repeat).isdigit() else None,
-        "point": opts.sweep_point or None,
-    }
+    return SweepMembership(
+        id=opts.sweep_id,
+        mode=opts.sweep_mode or None,
+        repeat=int(repeat) if str(repeat).isdigit() else None,
+        point=opts.sweep_point or None,
+    )
 
 
 def record(run: Run, opts: Any, environment: Environment) -> None:
@@ -66,8 +68,8 @@ def record(run: Run, opts: Any, environment: Environment) -> None:
         steps = parse_step_users(opts.step_users)
         # run.json's "users" is otherwise locust.conf's, which a step load ignores: the most users
         # the steps reach (lifecycle keeps it: it fills `users` only where nothing set it).
-        m.users = steps.max
-        m.load_shape = steps.as_json()
+        m.users = int(steps.max)
+        m.load_shape = steps.load_shape()
 
 
 def start_host_cpu(run: Run) -> None:
@@ -80,7 +82,7 @@ def start_host_cpu(run: Run) -> None:
     if run.manifest.host_cpu is not None:
         return
     samples: list[float] = []
-    section: dict[str, Any] = {"cpus": psutil.cpu_count(), "mean_percent": None, "max_percent": None}
+    section = HostCpu(cpus=psutil.cpu_count())
     run.manifest.host_cpu = section
     psutil.cpu_percent(None)  # primes the counter: the first call has no interval to measure
 
@@ -88,10 +90,8 @@ def start_host_cpu(run: Run) -> None:
         while True:
             gevent.sleep(HOST_CPU_INTERVAL_S)
             samples.append(psutil.cpu_percent(None))
-            section.update(
-                mean_percent=round(sum(samples) / len(samples), 1),
-                max_percent=max(samples),
-                samples=len(samples),
-            )
+            section.mean_percent = round(sum(samples) / len(samples), 1)
+            section.max_percent = max(samples)
+            section.samples = len(samples)
 
     run.greenlets.append(gevent.spawn(sample))

@@ -21,9 +21,22 @@ import signal
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from swarmbench.core.folder import utc_iso
+from swarmbench.core.sections import Event, WorkersPoint
+from swarmbench.core.status import (
+    COMPLETE,
+    DEGRADED,
+    FAILED,
+    INTERRUPTED,
+    SIGNAL,
+    TARGET_BACK,
+    TARGET_UNREACHABLE,
+    WORKER_JOINED,
+    WORKER_MISSING,
+    WORKER_QUIT,
+    WORKER_REJOINED,
+)
 
 TARGET_DOWN_S = 5.0
 """No successful response for this long while requests kept failing: the target stopped answering.
@@ -48,18 +61,6 @@ worker whose heartbeats stopped."""
 
 MISSING = "missing"
 
-# Event kinds (run.json `events[].kind`).
-WORKER_JOINED = "worker_joined"
-WORKER_MISSING = "worker_missing"
-WORKER_REJOINED = "worker_rejoined"
-WORKER_QUIT = "worker_quit"
-USERS_SPAWNED = "users_spawned"
-SIGNAL = "signal_received"
-TARGET_UNREACHABLE = "target_unreachable"
-TARGET_BACK = "target_answering"
-RUN_END = "run_end"
-STATS_RESET = "stats_reset"
-
 
 def signal_name(signum: int) -> str:
     try:
@@ -78,8 +79,8 @@ class Health:
     signum: int | None = None  # the signal that interrupted the master or runner
     worker_signals: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # why the run is degraded
-    events: list[dict[str, Any]] = field(default_factory=list)
-    timeline: list[list[float]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    timeline: list[WorkersPoint] = field(default_factory=list)
     states: dict[str, str] = field(default_factory=dict)
     _last_ok_at: float | None = None
     _ok: int = 0
@@ -97,7 +98,7 @@ class Health:
 
     def record(self, kind: str, detail: str, now: float | None = None) -> None:
         self.events.append(
-            {"at": utc_iso(datetime.now(UTC)), "t_s": self.elapsed(now), "kind": kind, "detail": detail}
+            Event(at=utc_iso(datetime.now(UTC)), t_s=self.elapsed(now), kind=kind, detail=detail)
         )
 
     def start(self, clients: dict[str, str] | None, now: float | None = None) -> None:
@@ -105,7 +106,7 @@ class Health:
         self.started = time.monotonic() if now is None else now
         self._last_ok_at = self.started
         if clients is None:
-            self.timeline.append([0.0, 1])
+            self.timeline.append(WorkersPoint(t_s=0.0, connected=1))
             return
         if self.expected is None:  # a UI run: the generators connected when Start was pressed
             self.expected = sum(s in CONNECTED_STATES for s in clients.values())
@@ -144,8 +145,8 @@ class Health:
             self._problem(f"worker {worker} quit early")
         self.states = dict(clients)
         connected = sum(s in CONNECTED_STATES for s in clients.values())
-        if not self.closing and (not self.timeline or self.timeline[-1][1] != connected):
-            self.timeline.append([self.elapsed(now), connected])
+        if not self.closing and (not self.timeline or self.timeline[-1].connected != connected):
+            self.timeline.append(WorkersPoint(t_s=self.elapsed(now), connected=connected))
         if self.expected and connected < self.expected and not self.closing:
             self._problem(f"{connected} of {self.expected} load generators connected")
 
@@ -200,12 +201,12 @@ class Health:
     def status(self, total: int, failures: int) -> str:
         """run.json's status from what was seen (module docstring); TOTAL/FAILURES: final counts."""
         if self.signum is not None or (self.expected and len(self.worker_signals) >= self.expected):
-            return "interrupted"
+            return INTERRUPTED
         if total == 0 or failures >= FAILED_RATIO * total:
-            return "failed"
+            return FAILED
         if self.problems:
-            return "degraded"
-        return "complete"
+            return DEGRADED
+        return COMPLETE
 
     def interrupting_signal(self) -> int | None:
         """The signal behind an interrupted status: the master's own, else the workers'."""
@@ -215,13 +216,15 @@ class Health:
 
     def summary(self, status: str, total: int, failures: int) -> str:
         """One line for the log and the final event: the status and why."""
-        if status == "interrupted":
+        if status == INTERRUPTED:
             sig = self.interrupting_signal()
             return f"interrupted by {signal_name(sig) if sig else 'a signal'}"
-        if status == "failed":
+        if status == FAILED:
             return (
-                f"failed: {failures} of {total} requests failed" if total else "failed: no request was made"
+                f"{FAILED}: {failures} of {total} requests failed"
+                if total
+                else f"{FAILED}: no request was made"
             )
-        if status == "degraded":
-            return "degraded: " + "; ".join(self.problems)
-        return "complete"
+        if status == DEGRADED:
+            return f"{DEGRADED}: " + "; ".join(self.problems)
+        return COMPLETE

@@ -23,13 +23,15 @@ from locust.html import get_html_report
 from locust.rpc import Message
 from locust.runners import LocalRunner, MasterRunner, Runner
 
-from swarmbench.core import arrival, exits, folder, target, verdict
+from swarmbench.core import exits, folder, target, verdict
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.sections import Totals
+from swarmbench.core.status import COMPLETE, DISTRIBUTED, HEADLESS, LOCAL, PROCESSES, RUN_END, UI
 
 from . import cpu, results
 from .errors import die
-from .health import RUN_END, Health
+from .health import Health
 
 logger = logging.getLogger("swarmbench")
 
@@ -55,7 +57,7 @@ class Run:
         environment: Environment,
         run_dir: Path | None,
         run_time: float | None,
-        started_from: str = "headless",
+        started_from: str = HEADLESS,
     ) -> None:
         self.env = environment
         self.run_dir = run_dir
@@ -71,7 +73,7 @@ class Run:
         self.greenlets: list[gevent.Greenlet] = []
         self.finished = False
         self.started_from = started_from
-        expected = generator_count(environment.runner) if started_from == "headless" else None
+        expected = generator_count(environment.runner) if started_from == HEADLESS else None
         self.health = Health(expected=expected)
 
     @property
@@ -146,7 +148,7 @@ def open_ui_run(environment: Environment, runner: Runner) -> Run:
                 e.strerror or e,
             )
     run_time = float(opts.run_time) if opts.run_time else None
-    return Run(environment, run_dir, run_time, started_from="ui")
+    return Run(environment, run_dir, run_time, started_from=UI)
 
 
 def new_run_dir(environment: Environment, runner: Runner, explicit: bool) -> Path:
@@ -271,7 +273,7 @@ def conclude(run: Run) -> str:
         line = run.health.summary(status, total.num_requests, total.num_failures)
         run.health.record(RUN_END, line)
         run.manifest.status = status
-        (logger.info if status == "complete" else logger.warning)("Run status: %s", line)
+        (logger.info if status == COMPLETE else logger.warning)("Run status: %s", line)
     return run.manifest.status
 
 
@@ -337,7 +339,7 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
         m.users = opts.num_users
     m.spawn_rate, m.run_time, m.wait_time = opts.spawn_rate, run.run_time, opts.wait_time
     m.stop_timeout = env.stop_timeout
-    m.mode = ("processes" if opts.processes else "distributed") if is_master else "local"
+    m.mode = (PROCESSES if opts.processes else DISTRIBUTED) if is_master else LOCAL
     m.workers_expected = (run.health.expected or 0) if is_master else 0
     m.workers_connected = len(run.workers_seen) if is_master else 0
     m.locust_version = locust.__version__
@@ -347,13 +349,11 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.exit_code = exit_code
     m.started_from = run.started_from
     m.events, m.workers_timeline = run.health.events, run.health.timeline
-    m.totals = {"requests": total.num_requests, "failures": total.num_failures}
+    m.totals = Totals(requests=total.num_requests, failures=total.num_failures)
     # What limited this run, from the numbers above (see core/verdict.py for the thresholds).
     m.bottleneck = verdict.judge_manifest(
-        m.to_json(),
-        rps=total.total_rps if total.num_requests else None,
-        avg_ms=total.avg_response_time or None,
+        m, rps=total.total_rps if total.num_requests else None, avg_ms=total.avg_response_time or None
     )
     if m.open_model:  # open-model load: was the offered rate held, and what limited it
-        m.open_model["capacity"] = arrival.judge_open(m.to_json())
+        m.open_model.capacity = verdict.judge_open(m)
     return m

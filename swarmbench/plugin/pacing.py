@@ -18,6 +18,8 @@ from typing import Any
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
+from swarmbench.core.sections import ClassPacing
+
 from .wait import OPTION_MARK
 
 REPORT_KEY = "swarmbench_pacing"
@@ -36,7 +38,7 @@ their mean wait says nothing about the rate cap (constant_throughput is built on
 
 
 @dataclass
-class ClassPacing:
+class ClassWaits:
     """One user class's cumulative waits since the test started, in one process (or summed)."""
 
     waits: int = 0
@@ -45,7 +47,7 @@ class ClassPacing:
     peak_users: int = 0
     open_loop: bool = False
 
-    def add(self, other: ClassPacing) -> None:
+    def add(self, other: ClassWaits) -> None:
         self.waits += other.waits
         self.wait_s += other.wait_s
         self.option_waits += other.option_waits
@@ -53,37 +55,31 @@ class ClassPacing:
         self.open_loop = self.open_loop or other.open_loop
 
     @classmethod
-    def from_report(cls, report: Any) -> ClassPacing:
+    def from_report(cls, report: Any) -> ClassWaits:
         """A worker's entry, keeping only the fields this version knows (never fails the run)."""
         known = {f.name for f in fields(cls)} if isinstance(report, dict) else set()
         return cls(**{k: v for k, v in report.items() if k in known}) if known else cls()
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> ClassPacing:
         """run.json's entry for the class (mean_wait_s None: its users never called the class's
         wait_time -- e.g. a TaskSet with a wait_time of its own; the verdict then has no cap)."""
-        return {
-            "users": self.peak_users,
-            "waits": self.waits,
-            "mean_wait_s": round(self.wait_s / self.waits, 6) if self.waits else None,
-            "wait_time_option_used": self.option_waits > 0,
-            "open_loop": self.open_loop,
-        }
+        return ClassPacing(
+            users=self.peak_users,
+            waits=self.waits,
+            mean_wait_s=round(self.wait_s / self.waits, 6) if self.waits else None,
+            wait_time_option_used=self.option_waits > 0,
+            open_loop=self.open_loop,
+        )
 
 
 class Pacing:
     """This process's counts (load generators) or the workers' latest reports (master)."""
 
     def __init__(self) -> None:
-        self.counts: dict[str, ClassPacing] = {}
+        self.counts: dict[str, ClassWaits] = {}
         self.reports: dict[str, dict[str, dict[str, Any]]] = {}
         self.runner: Runner | None = None
         self.next_sample = 0.0
-
-    def register(self, events: Any) -> None:
-        events.init.add_listener(self.on_init)
-        events.test_start.add_listener(self.on_test_start)
-        events.report_to_master.add_listener(self.on_report_to_master)
-        events.worker_report.add_listener(self.on_worker_report)
 
     def on_init(self, environment: Environment, runner: Runner, **_kw: Any) -> None:
         self.runner = runner
@@ -109,7 +105,7 @@ class Pacing:
         cls.wait_time = wait_time
 
     def record(self, name: str, seconds: float, option: bool, open_loop: bool) -> None:
-        c = self.counts.setdefault(name, ClassPacing())
+        c = self.counts.setdefault(name, ClassWaits())
         c.waits += 1
         c.wait_s += float(seconds)
         c.option_waits += option
@@ -123,7 +119,7 @@ class Pacing:
         if self.runner is None:
             return
         for name, n in self.runner.user_classes_count.items():
-            c = self.counts.setdefault(name, ClassPacing())
+            c = self.counts.setdefault(name, ClassWaits())
             c.peak_users = max(c.peak_users, n)
 
     def on_test_start(self, environment: Environment, **_kw: Any) -> None:
@@ -142,13 +138,13 @@ class Pacing:
         if isinstance(report, dict):
             self.reports[client_id] = report  # cumulative: the latest replaces the previous
 
-    def manifest(self) -> dict[str, Any] | None:
-        """run.json's `pacing`: {class: ClassPacing.manifest()}; None when no user waited."""
+    def manifest(self) -> dict[str, ClassPacing] | None:
+        """run.json's `pacing`: {class: ClassWaits.manifest()}; None when no user waited."""
         if isinstance(self.runner, MasterRunner):
-            total: dict[str, ClassPacing] = {}
+            total: dict[str, ClassWaits] = {}
             for report in self.reports.values():
                 for name, entry in report.items():
-                    total.setdefault(name, ClassPacing()).add(ClassPacing.from_report(entry))
+                    total.setdefault(name, ClassWaits()).add(ClassWaits.from_report(entry))
         else:
             self.sample_users()
             total = self.counts

@@ -29,7 +29,8 @@ from typing import Any
 import gevent
 from gevent.hub import Waiter
 
-from swarmbench.core.arrival import ArrivalCounts, ArrivalSchedule
+from swarmbench.core.arrival import ArrivalSchedule
+from swarmbench.core.arrival_counts import ArrivalCounts
 from swarmbench.core.slots import Slots
 
 from .alarm import EARLY_S, Alarm

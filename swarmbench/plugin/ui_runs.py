@@ -17,8 +17,9 @@ import gevent
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from swarmbench.core.status import STATS_RESET
+
 from . import checks, experiment, lifecycle
-from .health import STATS_RESET
 from .lifecycle import Run
 
 logger = logging.getLogger("swarmbench")

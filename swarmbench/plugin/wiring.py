@@ -3,7 +3,9 @@
 Locust calls the listeners of one event in registration order, and the order matters here:
 
     init_command_line_parser  options.add_options (one "Swarmbench options" group)
-    init                      1. validate: wait time, thresholds, headers, mix/sweep/steps -- a bad
+    init                      0. open model (arrival.py): parse --arrival-rate (a bad value stops
+                                 the run before a folder exists); generators install the pool
+                              1. validate: wait time, thresholds, headers, mix/sweep/steps -- a bad
                                  value stops the run before anything exists
                               2. headers on the load generators' user classes; their values
                                  redacted from every log handler
@@ -11,18 +13,25 @@ Locust calls the listeners of one event in registration order, and the order mat
                                  host, create results/<run-id>/
                               4. record the experiment sections of run.json
                               5. (master) listen for workers' "stopped by a signal" messages
-    test_start                web UI: open a new run folder (ui_runs.py); start the run's clock,
-                              CSVs and samplers; host CPU sampling; workers restart their CPU
-                              clock; every process: our SIGINT/SIGTERM handlers (signals.py)
-    spawning_complete         event "users spawned" (health.py)
-    report_to_master          (worker) piggyback this process's CPU seconds on the stats report
-    worker_report             (master) collect them
+                              6. pacing (pacing.py) wraps each user class's wait_time -- after the
+                                 open model installed its users
+    test_start                open model: a new test offers again; web UI: open a new run folder
+                              (ui_runs.py); start the run's clock, CSVs and samplers; host CPU
+                              sampling; workers restart their CPU clock; every process: our
+                              SIGINT/SIGTERM handlers (signals.py); pacing counts from zero
+    spawning_complete         open model: the pool is there, the schedule starts; event "users
+                              spawned" (health.py)
+    report_to_master          (worker) piggyback the open model's counts and histograms, this
+                              process's CPU seconds and the pacing sums on the stats report
+    worker_report             (master) collect them, in the same order
     reset_stats               web UI: close the run folder, open the next one
-    test_stopping             the run's end began (workers leaving now is no longer a fault)
+    test_stopping             open model: stop offering iterations (users being stopped are no
+                              drops); the run's end began (workers leaving now is no longer a fault)
     test_stop                 (worker) flush the stats since the last report; web UI: write the
                               run's folder
-    quitting                  thresholds on the final stats, then the run's status and the exit
-                              code (health.py, core/exits.py)
+    quitting                  open model: the summed counts, latency files and run.json's
+                              open_model; thresholds on the final stats, then the run's status and
+                              the exit code (health.py, core/exits.py)
     quit                      final CSVs, report.html and run.json; any secret header value
                               scrubbed from the folder (redact.py); the thresholds' verdict and
                               (unless complete) the run's status printed last
@@ -40,11 +49,11 @@ from locust.runners import MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import exits
 from swarmbench.core.checks import Check
+from swarmbench.core.status import HEADLESS, RUN_END, UI, USERS_SPAWNED
 from swarmbench.core.wait import parse_wait_time
 
 from . import arrival, checks, cpu, experiment, headers, lifecycle, options, pacing, redact, signals, ui_runs
 from .errors import die
-from .health import RUN_END, USERS_SPAWNED
 from .lifecycle import Run
 
 
@@ -57,25 +66,34 @@ class Swarmbench:
         self.outcomes: list[checks.Outcome] = []
         self.headers: dict[str, str] = {}
         self.worker_clock: cpu.CpuClock | None = None
-        self.pacing = pacing.Pacing()  # the waits users took (pacing.py registers its own listeners)
+        self.pacing = pacing.Pacing()  # the waits users took (plugin/pacing.py)
         self.env: Environment | None = None
         self.signals = signals.Signals(self.on_signal)
-        self.open_model: arrival.OpenModel | None = None  # --arrival-rate's state (register())
+        self.open_model = arrival.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
 
     def register(self, events: Any = locust_events) -> None:
-        self.open_model = arrival.register(events, self)  # first: --arrival-rate fails before a folder exists
-        events.init_command_line_parser.add_listener(options.add_options)
-        events.init.add_listener(self.on_init)
-        events.test_start.add_listener(self.on_test_start)
-        events.spawning_complete.add_listener(self.on_spawning_complete)
-        events.report_to_master.add_listener(self.on_report_to_master)
-        events.worker_report.add_listener(self.on_worker_report)
-        events.reset_stats.add_listener(self.on_reset_stats)
-        events.test_stopping.add_listener(self.on_test_stopping)
-        events.test_stop.add_listener(self.on_test_stop)
-        events.quitting.add_listener(self.on_quitting)
-        events.quit.add_listener(self.on_quit)
-        self.pacing.register(events)
+        """Every listener of the plugin, event by event, in the order Locust calls them (the module
+        docstring says why each comes where it does)."""
+        om, pace = self.open_model, self.pacing
+        order = (
+            (events.init_command_line_parser, (options.add_options,)),
+            (events.init, (om.on_init, self.on_init, pace.on_init)),
+            (events.test_start, (om.on_test_start, self.on_test_start, pace.on_test_start)),
+            (events.spawning_complete, (om.on_spawning_complete, self.on_spawning_complete)),
+            (
+                events.report_to_master,
+                (om.on_report_to_master, self.on_report_to_master, pace.on_report_to_master),
+            ),
+            (events.worker_report, (om.on_worker_report, self.on_worker_report, pace.on_worker_report)),
+            (events.reset_stats, (self.on_reset_stats,)),
+            (events.test_stopping, (om.on_test_stopping, self.on_test_stopping)),
+            (events.test_stop, (self.on_test_stop,)),
+            (events.quitting, (om.on_quitting, self.on_quitting)),
+            (events.quit, (self.on_quit,)),
+        )
+        for event, listeners in order:
+            for listener in listeners:
+                event.add_listener(listener)
 
     # --- init ---
 
@@ -138,7 +156,7 @@ class Swarmbench:
 
     def on_reset_stats(self, **_kw: Any) -> None:
         run = self.run
-        if run is None or run.started_from != "ui" or run.started_at is None or self.env is None:
+        if run is None or run.started_from != UI or run.started_at is None or self.env is None:
             return
         ui_runs.close_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
         self.run = ui_runs.open_run(self.env)
@@ -163,7 +181,7 @@ class Swarmbench:
             runner._send_stats()  # Locust's own reporting call; there is no public one
             return
         run = self.run
-        if run is not None and run.started_from == "ui" and run.started_at is not None:
+        if run is not None and run.started_from == UI and run.started_at is not None:
             self.run = None  # the next Start opens a new folder
             ui_runs.close_run(run, self)
 
@@ -202,7 +220,7 @@ class Swarmbench:
 
     def on_quitting(self, environment: Environment, **_kw: Any) -> None:
         run = self.run
-        if run is None or run.started_from == "ui":
+        if run is None or run.started_from == UI:
             if self.signals.received is not None and not isinstance(environment.runner, WorkerRunner):
                 environment.process_exit_code = exits.interrupted(self.signals.received)
             return
@@ -214,12 +232,12 @@ class Swarmbench:
 
     def on_quit(self, exit_code: int, **_kw: Any) -> None:
         run = self.run
-        headless = run is not None and run.started_from == "headless"
+        headless = run is not None and run.started_from == HEADLESS
         if run is not None and (headless or run.started_at is not None):
             self.write_run(run, exit_code if headless else None)
         checks.print_outcomes(self.outcomes, exit_code if headless else exits.THRESHOLDS_BROKEN)
-        if headless and run is not None and run.manifest.status not in (None, "complete"):
-            ends = [e["detail"] for e in run.health.events if e["kind"] == RUN_END]
+        if headless and run is not None and run.manifest.partial:
+            ends = [e.detail for e in run.health.events if e.kind == RUN_END]
             line = ends[-1] if ends else run.manifest.status  # the status and why
             print(f"swarmbench: run {line} (exit code {exit_code})", flush=True)
 

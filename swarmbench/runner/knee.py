@@ -2,7 +2,7 @@
 
 Closed model (STEP_USERS): users rise START, START+STEP, ... up to MAX, SECONDS per step
 (locustfiles/step_load.py, driven by LOCUST_STEP_USERS). Open model (STEP_RATES / --rates): the
-arrival rate rises START, START+STEP, ... up to MAX iterations/s (core/rate_steps.py), run by a pool
+arrival rate rises START, START+STEP, ... up to MAX iterations/s (core/steps.py), run by a pool
 of LOCUST_USERS users, and the knee is the highest rate held (analysis/open_knee.py, KNEE_P99_MS).
 The run lasts exactly the steps (plus a few seconds), its folder is results/knee-<UTC time>/ unless
 LOCUST_RUN_ID says otherwise, and `python -m analysis report` writes <run>/analysis/. The exit code
@@ -15,11 +15,12 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from swarmbench.core import arrival, exits
+from swarmbench.core import exits
 from swarmbench.core.errors import UsageError
-from swarmbench.core.experiment import STRONG, parse_step_users
-from swarmbench.core.rate_steps import knee_p99_ms, parse_step_rates
+from swarmbench.core.experiment import STRONG
+from swarmbench.core.steps import parse_step_rates, parse_step_users
 from swarmbench.core.sweepstate import SweepPoint
+from swarmbench.core.verdict import knee_p99_ms
 
 from . import compose, settings
 from .paths import results_dir
@@ -85,7 +86,7 @@ def _open_env(env: dict[str, str], rates: str) -> dict[str, str]:
     except ValueError as e:
         raise UsageError(f"KNEE_P99_MS: {e}") from None
     env["LOCUST_ARRIVAL_RATE"] = steps.arrival_rate()
-    arrival.check_settings(env)  # LOCUST_ARRIVAL_MAX_WAIT too
+    settings.check_arrival(env)  # LOCUST_ARRIVAL_MAX_WAIT too
     for key, value in OPEN_DEFAULTS.items():
         env.setdefault(key, value)
     env.setdefault("LOCUST_SPAWN_RATE", env["LOCUST_USERS"])  # the whole pool before the first step

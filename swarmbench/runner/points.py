@@ -22,6 +22,7 @@ from swarmbench.core.folder import MANIFEST
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.launch import DEFAULT_WORKERS_WAIT_S, Launch
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.status import RUN_END
 from swarmbench.core.sweepstate import SweepPoint as Point
 
 from .net import free_port, wait_http
@@ -288,12 +289,12 @@ def classify(sweep_dir: Path, p: Point, code: int | None, log_path: Path) -> tup
     if m.partial:
         # A measurement of something other than the point asked for (lost generators, a target
         # that went away, a stop): not done, so a rerun of the sweep runs it again.
-        last = next((e.get("detail") for e in reversed(m.events or []) if e.get("kind") == "run_end"), None)
+        last = m.last_event(RUN_END)
         return "failed", f"run {m.status}" + (f": {last}" if last else "")
-    connected = m.workers_connected if m.mode != "local" else 1
+    connected = m.workers or 0
     if connected != p.workers:
         return "failed", f"only {connected} of {p.workers} workers connected"
-    if not (m.totals or {}).get("requests"):
+    if not m.requests:
         return "failed", "no request was made (target unreachable?)"
     return "done", None
 
@@ -303,4 +304,4 @@ def point_verdict(sweep_dir: Path, p: Point) -> str | None:
         m = RunManifest.read(sweep_dir / p.id / MANIFEST)
     except InputError:
         return None
-    return (m.bottleneck or {}).get("verdict")
+    return m.verdict

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from swarmbench.core.arrival import check_settings as check_arrival
+from swarmbench.core.arrival import parse_arrival_rate
 from swarmbench.core.checks import CheckSyntaxError, parse_checks
+from swarmbench.core.durations import parse_duration
 from swarmbench.core.errors import UsageError
 from swarmbench.core.headerlines import HeaderSyntaxError, load_headers
 from swarmbench.core.launch import DEFAULT_RUN_TIME
@@ -23,7 +24,6 @@ DEFAULT_USER_CLASS = "AlbumsHttpUser"
 """Headless default for the bundled scenario: one client per run, so runs compare cleanly (the web
 UI's class picker offers both)."""
 
-_TIMESPAN = re.compile(r"^(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?$")
 _CLASS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -54,19 +54,32 @@ def positive_float(name: str, value: str) -> float:
 
 
 def timespan_seconds(name: str, value: str) -> int:
-    """Locust's --run-time syntax: 90, 90s, 1m30s, 2h."""
-    text = value.strip()
-    if text.isdigit():
-        seconds = int(text)
-    else:
-        m = _TIMESPAN.match(text)
-        if not text or not m:
-            raise UsageError(f"{name}={value!r} is not a duration like 30s, 5m or 1h30m")
-        h, mi, s = (int(g or 0) for g in m.groups())
-        seconds = 3600 * h + 60 * mi + s
+    """Locust's --run-time syntax (90, 90s, 1m30s, 2h; core/durations.py) in whole seconds."""
+    try:
+        if "." in value or "ms" in value:  # Locust's own parser takes whole h/m/s only
+            raise ValueError(value)
+        seconds = parse_duration(value)
+    except ValueError:
+        raise UsageError(f"{name}={value!r} is not a duration like 30s, 5m or 1h30m") from None
     if seconds < 1:
         raise UsageError(f"{name}={value!r} must be at least 1s")
-    return seconds
+    return round(seconds)
+
+
+def check_arrival(env: Mapping[str, str]) -> None:
+    """The open-model settings (LOCUST_ARRIVAL_RATE, LOCUST_ARRIVAL_MAX_WAIT; core/arrival.py), before
+    images build or a target starts: UsageError naming the setting."""
+    spec, wait = env.get("LOCUST_ARRIVAL_RATE", "").strip(), env.get("LOCUST_ARRIVAL_MAX_WAIT", "").strip()
+    try:
+        if spec:
+            parse_arrival_rate(spec)
+    except ValueError as e:
+        raise UsageError(f"LOCUST_ARRIVAL_RATE: {e}") from None
+    try:
+        if wait:
+            parse_duration(wait)
+    except ValueError as e:
+        raise UsageError(f"LOCUST_ARRIVAL_MAX_WAIT={wait!r}: {e}") from None
 
 
 def user_classes(name: str, value: str) -> list[str]:
@@ -189,7 +202,7 @@ def headless_from_env(env: Mapping[str, str], staging: bool = False, ui: bool = 
         container_host("LOCUST_HOST", host("LOCUST_HOST", env["LOCUST_HOST"]))
     if env.get("LOCUST_CHECKS"):
         checks("LOCUST_CHECKS", env["LOCUST_CHECKS"])
-    check_arrival(env)  # LOCUST_ARRIVAL_RATE / LOCUST_ARRIVAL_MAX_WAIT (core/arrival.py)
+    check_arrival(env)
     headers = net = None
     if env.get("SWARMBENCH_HEADERS_FILE"):
         headers = existing_file("SWARMBENCH_HEADERS_FILE", env["SWARMBENCH_HEADERS_FILE"])

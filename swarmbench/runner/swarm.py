@@ -18,13 +18,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from swarmbench.core import exits
 from swarmbench.core.errors import InputError, UsageError
 from swarmbench.core.folder import write_json_atomic
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.sections import Node, Nodes
 
 from .compose import (
     COMPOSE_FILES,
@@ -273,30 +274,31 @@ def remove_stack(stack: str) -> None:
 # --- after: run.json -------------------------------------------------------------------------------
 
 
-def placement(all_tasks: list[Task]) -> dict:
+def placement(all_tasks: list[Task]) -> Nodes:
     """Where each part ran: run.json's `nodes` (node id, hostname, role; replicas per worker node)."""
     started = [t for t in all_tasks if t.started]
     ids = sorted({t.node for t in started if t.node})
-    info: dict[str, dict] = {}
+    info: dict[str, Node] = {}
     if ids:
+        # docker's own JSON of each node, read through the schema's record (one shape for both)
         fmt = '{"id": {{json .ID}}, "hostname": {{json .Description.Hostname}}, "role": {{json .Spec.Role}}}'
         for line in docker("node", "inspect", "--format", fmt, *ids, check=False).splitlines():
-            node = json.loads(line)
-            info[node["id"]] = node
-    out: dict = {}
-    for part in ("master", "target"):
-        nodes = [t.node for t in started if t.service == part]
-        if nodes:
-            out[part] = info.get(nodes[0], {"id": nodes[0]})
+            node = Node.from_json(json.loads(line), "docker node inspect")
+            info[node.id or ""] = node
+    out = Nodes()
+    master = [t.node for t in started if t.service == "master"]
+    target = [t.node for t in started if t.service == "target"]
+    out.master = info.get(master[0], Node(id=master[0])) if master else None
+    out.target = info.get(target[0], Node(id=target[0])) if target else None
     counts: dict[str, int] = {}
     for t in started:
         if t.service == "worker" and t.exit_code in (None, 0):
             counts[t.node] = counts.get(t.node, 0) + 1
-    out["workers"] = [{**info.get(n, {"id": n}), "replicas": c} for n, c in sorted(counts.items())]
+    out.workers = [replace(info.get(n, Node(id=n)), replicas=c) for n, c in sorted(counts.items())]
     return out
 
 
-def record(manifest_path: Path, nodes: dict) -> None:
+def record(manifest_path: Path, nodes: Nodes) -> None:
     """Add engine and nodes to a run.json the master wrote, keeping its owner."""
     m = RunManifest.read(manifest_path)
     m.engine, m.nodes = ENGINE, nodes

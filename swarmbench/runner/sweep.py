@@ -29,9 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmbench.core import exits
-from swarmbench.core.arrival import parse_arrival_rate
+from swarmbench.core.arrival import holds, parse_arrival_rate
 from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
-from swarmbench.core.rate_steps import holds
 
 from . import settings as S
 from .compose import prepare_results
