@@ -90,6 +90,7 @@ def history_rows(rows: int, rng: np.random.Generator):
 
 
 def make_run(folder: Path, rows: int) -> None:
+    # Long on purpose: one Locust run folder written column by column, in the files' own order.
     folder.mkdir(parents=True)
     rng = np.random.default_rng(1)
     with open(folder / "locust_stats_history.csv", "w", newline="") as f:

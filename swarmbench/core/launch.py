@@ -26,6 +26,9 @@ DEFAULT_LOCUSTFILE = "locustfiles/albums.py"
 DEFAULT_RUN_TIME = "30s"
 """Headless run length when LOCUST_RUN_TIME is not set."""
 
+DEFAULT_WORKERS = 1
+"""Workers of one run when WORKERS is not set (a sweep's list: runner/plan.py SWEEP_WORKERS)."""
+
 DEFAULT_WORKERS_WAIT_S = 60
 """How long a headless master waits for its workers before failing (SWARMBENCH_WORKERS_WAIT): a
 worker that cannot start must fail the run, not hang it. Long enough for cold image starts."""
@@ -122,7 +125,7 @@ def from_env(role: str, headless: bool, env: Mapping[str, str]) -> Launch:
         role=role,
         locustfile=env.get("LOCUST_LOCUSTFILE"),
         headless=headless,
-        workers=whole("WORKERS", 1, 1),
+        workers=whole("WORKERS", DEFAULT_WORKERS, 1),
         workers_wait_s=whole("SWARMBENCH_WORKERS_WAIT", DEFAULT_WORKERS_WAIT_S, 1),
         run_time=env.get("LOCUST_RUN_TIME") or None,
         master_host=env.get("SWARMBENCH_MASTER_HOST") or "master",

@@ -88,11 +88,11 @@ def add_sweep_parser(sub) -> None:
     d = plan
     # flag, metavar, help: each value falls back to the make variable named in its help.
     for flag, metavar, text in (
-        ("--workers", "LIST", f"worker counts (WORKERS; default '{' '.join(map(str, d.DEFAULT_WORKERS))}')"),
-        ("--classes", "LIST", f"user classes (CLASSES; default '{' '.join(d.DEFAULT_CLASSES)}')"),
-        ("--repeats", "N", f"repeats of every point (REPEATS; default {d.DEFAULT_REPEATS})"),
-        ("--run-time", "T", f"run time of each point (RUN_TIME; default {d.DEFAULT_RUN_TIME})"),
-        ("--users", "N", f"users: total (strong) or per worker (weak) (USERS; default {d.DEFAULT_USERS})"),
+        ("--workers", "LIST", f"worker counts (WORKERS; default '{' '.join(map(str, d.SWEEP_WORKERS))}')"),
+        ("--classes", "LIST", f"user classes (CLASSES; default '{' '.join(d.SWEEP_CLASSES)}')"),
+        ("--repeats", "N", f"repeats of every point (REPEATS; default {d.SWEEP_REPEATS})"),
+        ("--run-time", "T", f"run time of each point (RUN_TIME; default {d.SWEEP_RUN_TIME})"),
+        ("--users", "N", f"users: total (strong) or per worker (weak) (USERS; default {d.SWEEP_USERS})"),
         (
             "--mode",
             "MODE",

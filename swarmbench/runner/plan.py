@@ -25,13 +25,16 @@ from swarmbench.core.wait import parse_wait_time
 from . import settings as S
 from .paths import ROOT
 
-DEFAULT_WORKERS = (1, 2, 4)
-DEFAULT_CLASSES = ("AlbumsHttpUser", "AlbumsFastHttpUser")
-DEFAULT_REPEATS = 2
-DEFAULT_RUN_TIME = "20s"
-"""Short enough for a 3 x 2 x 2 sweep in ~6 minutes, long enough for several report intervals."""
-DEFAULT_USERS = 50
-DEFAULT_MODE = STRONG
+# A sweep's defaults (SWEEP_*): not those of one headless run (core/launch.py DEFAULT_*).
+SWEEP_WORKERS = (1, 2, 4)
+"""The worker counts a sweep runs (one run's default is launch.SWEEP_WORKERS)."""
+SWEEP_CLASSES = ("AlbumsHttpUser", "AlbumsFastHttpUser")
+SWEEP_REPEATS = 2
+SWEEP_RUN_TIME = "20s"
+"""Each point's run time: short enough for a 3 x 2 x 2 sweep in ~6 minutes, long enough for several
+report intervals (one headless run's default is launch.SWEEP_RUN_TIME)."""
+SWEEP_USERS = 50
+SWEEP_MODE = STRONG
 
 
 # --- settings ---------------------------------------------------------------------------------------
@@ -138,7 +141,7 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
     """Validate everything before anything starts; UsageError (one line) on the first problem.
 
     ARGS: flag values (None = not given); each falls back to its make variable in ENV.
-    (Over 60 lines: one validation step per setting, in the order the errors should be reported.)
+    (Long on purpose: one validation step per setting, in the order the errors should be reported.)
     """
 
     def get(key: str, var: str, default: str | None = None) -> str | None:
@@ -147,8 +150,8 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
             v = env.get(var) or None
         return v if v is not None else default
 
-    workers = parse_workers(get("workers", "WORKERS", " ".join(map(str, DEFAULT_WORKERS))) or "")
-    classes = tuple(parse_list("CLASSES", get("classes", "CLASSES", " ".join(DEFAULT_CLASSES)) or ""))
+    workers = parse_workers(get("workers", "WORKERS", " ".join(map(str, SWEEP_WORKERS))) or "")
+    classes = tuple(parse_list("CLASSES", get("classes", "CLASSES", " ".join(SWEEP_CLASSES)) or ""))
     for c in classes:
         S.user_classes("CLASSES", c)
     known = known_classes(env)
@@ -161,11 +164,11 @@ def sweep_settings(args: Mapping[str, str | None], env: Mapping[str, str]) -> Sw
             )
     if len(set(classes)) != len(classes):
         raise UsageError(f"CLASSES={' '.join(classes)!r} lists a class twice")
-    repeats = S.positive_int("REPEATS", get("repeats", "REPEATS", str(DEFAULT_REPEATS)) or "")
-    run_time = get("run_time", "RUN_TIME", DEFAULT_RUN_TIME) or DEFAULT_RUN_TIME
+    repeats = S.positive_int("REPEATS", get("repeats", "REPEATS", str(SWEEP_REPEATS)) or "")
+    run_time = get("run_time", "RUN_TIME", SWEEP_RUN_TIME) or SWEEP_RUN_TIME
     seconds = S.timespan_seconds("RUN_TIME", run_time)
-    users = S.positive_int("USERS", get("users", "USERS", str(DEFAULT_USERS)) or "")
-    mode = (get("mode", "MODE", DEFAULT_MODE) or DEFAULT_MODE).lower()
+    users = S.positive_int("USERS", get("users", "USERS", str(SWEEP_USERS)) or "")
+    mode = (get("mode", "MODE", SWEEP_MODE) or SWEEP_MODE).lower()
     if mode not in SWEEP_MODES:
         raise UsageError(
             f"MODE={mode!r}: expected strong (total users fixed) or weak (users per worker fixed)"

@@ -17,9 +17,8 @@ from swarmbench.core.checks import CheckSyntaxError, parse_checks
 from swarmbench.core.durations import parse_duration
 from swarmbench.core.errors import UsageError
 from swarmbench.core.headerlines import HeaderSyntaxError, load_headers
-from swarmbench.core.launch import DEFAULT_RUN_TIME
+from swarmbench.core.launch import DEFAULT_RUN_TIME, DEFAULT_WORKERS
 
-DEFAULT_WORKERS = 1
 DEFAULT_USER_CLASS = "AlbumsHttpUser"
 """Headless default for the bundled scenario: one client per run, so runs compare cleanly (the web
 UI's class picker offers both)."""

@@ -82,7 +82,7 @@ def run_sweep(
 ) -> int:
     """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted.
 
-    (Just over 60 lines: setup, the point loop and its one `finally` that records the sweep's state
+    (Long on purpose: setup, the point loop and its one `finally` that records the sweep's state
     must stay together, so an interruption anywhere still writes sweep.json.)"""
     env = dict(environ)
     root = results_dir(env)
