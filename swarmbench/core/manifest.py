@@ -26,7 +26,7 @@ MODES = ("local", "distributed", "processes")
 """local: one process; distributed: a master + workers; processes: Locust's --processes N."""
 
 STATUSES = ("complete", "interrupted", "degraded", "failed")
-"""How the run went (plugin/health.py decides; README "Run status"): complete: ran as asked;
+"""How the run went (plugin/health.py decides; docs/results.md "Run status"): complete: ran as asked;
 interrupted: stopped by a signal (Ctrl-C, SIGTERM, the stack stopped) before its end; degraded: a
 load generator went missing or quit early, fewer than expected were connected for part of the run,
 or the target stopped answering for part of it; failed: nothing or almost nothing was served."""
