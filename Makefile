@@ -32,7 +32,7 @@ help: ## list the targets
 up: ## web UI on http://127.0.0.1:8089 with WORKERS workers
 	$(PYTHON) -m swarmbench up
 
-headless: ## one headless run -> results/<run-id>/ (exit 0 ok, 1 failures, 2 config, 3 threshold broken)
+headless: ## one headless run -> results/<run-id>/ (exit codes: docs/ci.md)
 	$(PYTHON) -m swarmbench headless
 
 staging: ## headless run against LOCUST_HOST, without the bundled target (same exit codes)

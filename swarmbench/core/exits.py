@@ -1,7 +1,9 @@
-"""Exit codes: one table for `python -m swarmbench`, the Locust plugin and CI.
+"""Exit codes: one set for `python -m swarmbench`, the Locust plugin and CI.
 
 Locust's own codes come first (0 and 1 are Locust's, 2 is argparse's); Swarmbench adds its own
-above them so CI can tell "the system under test is too slow" from "the run itself went wrong".
+above them (3, 4, 5) so CI can tell "the system under test is too slow" from "the run itself went
+wrong". The docs list them in ONE table, docs/ci.md "Exit codes"; tests/test_docs.py fails when that
+table and the int constants here disagree, so a new code here needs its row there.
 
 When several apply, the first of these wins (`for_run`): interrupted (130/143) > failed (5) >
 degraded (4, unless --allow-degraded) > thresholds (3) > Locust's own (1 when requests failed).
@@ -26,7 +28,8 @@ CONFIG_ERROR = 2
 """Bad configuration: nothing ran. Same code argparse (and so Locust) uses for a bad command line."""
 
 THRESHOLDS_BROKEN = 3
-"""A threshold (--check/LOCUST_CHECKS) was broken. Replaces REQUESTS_FAILED when both apply."""
+"""Swarmbench's own code, not Locust's: a threshold (--check/LOCUST_CHECKS) was broken. Replaces
+REQUESTS_FAILED when both apply."""
 
 DEGRADED = 4
 """run.json status `degraded`: a load generator went missing or quit early, or the target stopped
@@ -44,18 +47,6 @@ INTERRUPTED_SIGTERM = 128 + signal.SIGTERM
 
 MEASURED = (OK, REQUESTS_FAILED, THRESHOLDS_BROKEN)
 """Codes of a run that still made a measurement (a sweep point with one of these is done)."""
-
-TABLE = {
-    OK: "ok",
-    REQUESTS_FAILED: "some requests failed",
-    CONFIG_ERROR: "bad configuration (nothing ran)",
-    THRESHOLDS_BROKEN: "a threshold was broken",
-    DEGRADED: "degraded run: a load generator or the target went away for part of it",
-    RUN_FAILED: "failed run: nothing or almost nothing was served",
-    INTERRUPTED_SIGINT: "interrupted (Ctrl-C)",
-    INTERRUPTED_SIGTERM: "interrupted (SIGTERM)",
-}
-"""Code -> meaning, as the README's exit-code table lists them."""
 
 
 def interrupted(signum: int) -> int:

@@ -31,7 +31,7 @@ def _add(group, *flags: str, web_ui: bool = False, **kwargs: Any) -> None:
 def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
     # Long on purpose: one flat declaration per option, each reading like the --help entry it makes,
     # is easier to review than a table that hides env_var/default/help behind indirection.
-    g = parser.add_argument_group(GROUP_TITLE, "Added by Swarmbench's plugin (README: Settings).")
+    g = parser.add_argument_group(GROUP_TITLE, "Added by Swarmbench's plugin (docs/headless.md: Settings).")
     _add(
         g,
         "--wait-time",

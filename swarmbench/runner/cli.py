@@ -1,7 +1,7 @@
 """`python -m swarmbench up|headless|sweep|knee`: every command make runs, validated first.
 
 Settings come from the environment, under Locust's own names (LOCUST_USERS, LOCUST_RUN_TIME, ...)
-plus WORKERS; see README.md "Settings". A bad value stops here with one line, before any image is
+plus WORKERS; see docs/headless.md "Settings". A bad value stops here with one line, before any image is
 built or any shell sees it (make passes variables through the environment, never into a recipe).
 """
 

@@ -145,7 +145,7 @@ def check_swarm(stack: str) -> None:
     if not state or state[0] != "active":
         raise UsageError(
             "this Docker engine is not part of a swarm: `docker swarm init` (one machine) or join one "
-            "(README: More than one machine)"
+            "(docs/swarm-kubernetes.md)"
         )
     if state[1:] != ["true"]:
         raise UsageError("this Docker engine is a swarm worker: run `make swarm` on a manager node")

@@ -2,7 +2,7 @@
 
 A second Docker engine runs in its own network namespace, joined to this engine's swarm over a
 veth pair (10.77.0.1 here, 10.77.0.2 there) as a worker node, with the Locust image copied to it
-the way README "More than one machine" copies images to a real host (`docker save | docker load`).
+the way docs/swarm-kubernetes.md copies images to a real host (`docker save | docker load`).
 Then `SWARMBENCH_WORKER_CONSTRAINT=node.role==worker make swarm` runs every worker on the second
 node and the master and target here, over swarm's overlay network. Root only; Linux only.
 
