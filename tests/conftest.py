@@ -11,7 +11,9 @@ import shutil
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -111,6 +113,46 @@ def run_locust(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What `python -m analysis ARGS` would have reported: exit code, stdout, stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# Python's default warning filters hide these outside __main__: a subprocess would print none.
+_HIDDEN_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+@pytest.fixture
+def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """`python -m analysis ARGS` in the pytest process: swarmbench.analysis.cli.main (the function
+    analysis/__main__.py calls), its exit code (returned, or SystemExit's) and what it printed. A
+    warning from any other code that a subprocess would print goes to its stderr too, so "exactly
+    one line on stderr" means the same as in a subprocess. An exception main lets escape fails the
+    test, as a traceback would."""
+    from swarmbench.analysis.cli import main
+
+    def run(*args: str | Path) -> CliResult:
+        capsys.readouterr()  # only what this command prints
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as e:
+                code = e.code
+        out, err = capsys.readouterr()
+        for w in caught:
+            if not issubclass(w.category, _HIDDEN_BY_DEFAULT):
+                err += warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+        assert isinstance(code, int), f"exit code {code!r}"
+        return CliResult(code, out, err)
+
+    return run
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

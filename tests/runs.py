@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 from swarmbench.analysis import columns as C
-
-RUN_FILES = (C.STATS_CSV, C.HISTORY_CSV, C.FAILURES_CSV, C.EXCEPTIONS_CSV, C.REPORT_HTML, C.MANIFEST)
+from swarmbench.core.folder import RUN_FILES as RUN_FILES  # re-exported: core's list, not a copy
 
 
 def only_run(results: Path) -> Path:
