@@ -82,6 +82,33 @@ def docker_compose() -> None:
     pytest.skip("no Docker engine (these tests are mandatory in CI)")
 
 
+class DockerShim:
+    """A `docker` first on PATH that only records each call (its arguments, one line) and fails:
+    proof that a command stopped before any Docker work, without a clock."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir()
+        self.log = folder / "calls"
+        script = folder / "docker"
+        script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{self.log}'\nexit 1\n")
+        script.chmod(0o755)
+        self.path = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+        """PATH for a command run under the shim."""
+
+    def calls(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+
+@pytest.fixture
+def docker_shim(tmp_path: Path) -> DockerShim:
+    shim = DockerShim(tmp_path / "docker-shim")
+    env = {**os.environ, "PATH": shim.path}
+    probe = subprocess.run(["docker", "version"], env=env, capture_output=True, timeout=10)
+    assert probe.returncode == 1 and shim.calls() == ["version"], "the shim is not the docker on PATH"
+    shim.log.unlink()
+    return shim
+
+
 def locust_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "locust", *args]
 

@@ -142,18 +142,24 @@ def test_an_empty_results_dir_saves_nothing(albums_target):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["NoSuchUser"], "Unknown User(s): NoSuchUser"),
-        (["-u", "abc"], "argument -u/--users: invalid int value: 'abc'"),
-        (["--wait-time", "betwen 1 2"], "swarmbench: error: --wait-time/LOCUST_WAIT_TIME: invalid wait time"),
-        (["--wait-time", "between 2 1"], "MIN is larger than MAX"),
-        (["--run-id", "../escape"], "must be a folder name"),
+        # Locust's own sys.exit(1) (locust/main.py checks the classes before any plugin hook runs),
+        # although the README promises 2 for bad configuration: a known gap, asserted as it is.
+        (["NoSuchUser"], "Unknown User(s): NoSuchUser", 1),
+        (["-u", "abc"], "argument -u/--users: invalid int value: 'abc'", 2),
+        (
+            ["--wait-time", "betwen 1 2"],
+            "swarmbench: error: --wait-time/LOCUST_WAIT_TIME: invalid wait time",
+            2,
+        ),
+        (["--wait-time", "between 2 1"], "MIN is larger than MAX", 2),
+        (["--run-id", "../escape"], "must be a folder name", 2),
     ],
 )
-def test_bad_configuration_stops_before_the_test(albums_target, tmp_path, args, message):
+def test_bad_configuration_stops_before_the_test(albums_target, tmp_path, args, message, code):
     res = run_locust("--headless", "-H", albums_target.url, "-t", "5s", "--results-dir", str(tmp_path), *args)
-    assert res.returncode != 0
+    assert res.returncode == code
     assert message in res.stderr
     assert "Traceback" not in res.stderr
     assert not list(tmp_path.iterdir()), "a failed start left a run folder behind"
