@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Target, free_port, locust_cmd, wait_http
 from make_runs import compose_env
-from runs import RUN_FILES, manifest, only_run, stats, target_album_requests, total
+from runs import assert_complete_folder, manifest, only_run, stats, target_album_requests, total
 
 from swarmbench.core import exits
 from swarmbench.core.manifest import RunManifest
@@ -162,12 +162,6 @@ def distributed(target: Target, results: Path, tmp: Path, workers: int, *extra: 
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-
-def assert_complete_folder(run_dir: Path) -> dict:
-    for name in RUN_FILES:
-        assert (run_dir / name).is_file(), f"{name} missing from {run_dir}"
-    return manifest(run_dir)
 
 
 def assert_exact(run_dir: Path, served: int) -> int:

@@ -19,7 +19,15 @@ from pathlib import Path
 
 import pytest
 from conftest import IN_CI, ROOT
-from runs import RUN_FILES, manifest, only_run, printed_total, stats, target_album_requests, total
+from runs import (
+    assert_complete_folder,
+    manifest,
+    only_run,
+    printed_total,
+    stats,
+    target_album_requests,
+    total,
+)
 
 from swarmbench.runner import swarm
 from swarmbench.runner.compose import prepare_results
@@ -217,9 +225,7 @@ def test_stack_file_two_replicas_complete_and_exact(one_node_swarm, stack, resul
         os.unlink(env["SWARMBENCH_ENV_FILE"])
     assert code == 0, (logs.stdout + logs.stderr)[-3000:]
     run_dir = only_run(results)
-    for name in RUN_FILES:
-        assert (run_dir / name).is_file(), f"{name} missing"
-    m = manifest(run_dir)
+    m = assert_complete_folder(run_dir)
     assert (m["workers_expected"], m["workers_connected"], m["mode"]) == (2, 2, "distributed")
     assert m["host"] == "http://target:8080" and m["user_classes"] == ["AlbumsFastHttpUser"]
     rows = stats(run_dir)
