@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _hardening import FIXTURES, error_lines, snapshot
+from _hardening import FIXTURES, HARDENING, error_lines, snapshot
 from conftest import run_module
 
 from swarmbench.analysis.cli import write_atomically
@@ -50,29 +50,14 @@ def set_cell(path: Path, row: int, column: str, value: str) -> None:
         csv.writer(f).writerows(rows)
 
 
-ANALYSIS_CASES = [
-    # (file, row, column, value, the error after "FILE: ")
-    ("locust_stats.csv", 5, "Request Count", "-5", "row 5: 'Request Count' is -5; a count must be a whole"),
-    ("locust_stats.csv", 2, "Request Count", "12.5", "row 2: 'Request Count' is 12.5; a count must be"),
-    ("locust_stats.csv", 3, "Request Count", "1e400", "row 3: 'Request Count' is inf; a count"),
-    ("locust_stats.csv", 2, "Requests/s", "inf", "row 2: 'Requests/s' is inf; a rate must be a finite"),
-    ("locust_stats.csv", 4, "Failures/s", "-0.5", "row 4: 'Failures/s' is -0.5; a rate must be"),
-    (
-        "locust_stats.csv", 5, "Failure Count", "99999999",
-        "row 5: 'Failure Count' 99999999 is more than 'Request Count' 8442",
-    ),
-    ("locust_stats.csv", 3, "95%", "-1", "row 3: '95%' is -1; a response time must be a finite number >= 0"),
-    ("locust_stats.csv", 2, "Request Count", "lots", "row 2: column 'Request Count': 'lots' is not a number"),
-    ("locust_failures.csv", 2, "Occurrences", "-3", "row 2: 'Occurrences' is -3; a count"),
-    ("locust_exceptions.csv", 2, "Count", "1.5", "row 2: 'Count' is 1.5; a count"),
-    ("locust_stats_history.csv", 5, "User Count", "-1", "row 5: 'User Count' is -1; a count"),
-    ("locust_stats_history.csv", 4, "Requests/s", "inf", "row 4: 'Requests/s' is inf; a rate"),
-    ("locust_stats_history.csv", 7, "99%", "-2", "row 7: '99%' is -2; a response time"),
-    (
-        "locust_stats_history.csv", 9, "Total Failure Count", "99999999",
-        "row 9: 'Total Failure Count' 99999999 is more than 'Total Request Count'",
-    ),
-]  # fmt: skip
+def analysis_cases() -> list[tuple[str, int, str, str, str]]:
+    """The corpus of impossible numbers (fixtures/hardening/impossible_numbers.csv), one a row: the
+    file, the row (the header is row 1) and column set to the value, and the error after "FILE: "."""
+    with open(HARDENING / "impossible_numbers.csv", newline="", encoding="utf-8") as f:
+        return [(r["file"], int(r["row"]), r["column"], r["value"], r["problem"]) for r in csv.DictReader(f)]
+
+
+ANALYSIS_CASES = analysis_cases()
 
 
 @pytest.mark.parametrize(("name", "row", "column", "value", "problem"), ANALYSIS_CASES)
