@@ -11,7 +11,9 @@ import shutil
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,33 @@ def docker_compose() -> None:
     pytest.skip("no Docker engine (these tests are mandatory in CI)")
 
 
+class DockerShim:
+    """A `docker` first on PATH that only records each call (its arguments, one line) and fails:
+    proof that a command stopped before any Docker work, without a clock."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir()
+        self.log = folder / "calls"
+        script = folder / "docker"
+        script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{self.log}'\nexit 1\n")
+        script.chmod(0o755)
+        self.path = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+        """PATH for a command run under the shim."""
+
+    def calls(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+
+@pytest.fixture
+def docker_shim(tmp_path: Path) -> DockerShim:
+    shim = DockerShim(tmp_path / "docker-shim")
+    env = {**os.environ, "PATH": shim.path}
+    probe = subprocess.run(["docker", "version"], env=env, capture_output=True, timeout=10)
+    assert probe.returncode == 1 and shim.calls() == ["version"], "the shim is not the docker on PATH"
+    shim.log.unlink()
+    return shim
+
+
 def locust_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "locust", *args]
 
@@ -111,6 +140,46 @@ def run_locust(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What `python -m analysis ARGS` would have reported: exit code, stdout, stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# Python's default warning filters hide these outside __main__: a subprocess would print none.
+_HIDDEN_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+@pytest.fixture
+def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """`python -m analysis ARGS` in the pytest process: swarmbench.analysis.cli.main (the function
+    analysis/__main__.py calls), its exit code (returned, or SystemExit's) and what it printed. A
+    warning from any other code that a subprocess would print goes to its stderr too, so "exactly
+    one line on stderr" means the same as in a subprocess. An exception main lets escape fails the
+    test, as a traceback would."""
+    from swarmbench.analysis.cli import main
+
+    def run(*args: str | Path) -> CliResult:
+        capsys.readouterr()  # only what this command prints
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as e:
+                code = e.code
+        out, err = capsys.readouterr()
+        for w in caught:
+            if not issubclass(w.category, _HIDDEN_BY_DEFAULT):
+                err += warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+        assert isinstance(code, int), f"exit code {code!r}"
+        return CliResult(code, out, err)
+
+    return run
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

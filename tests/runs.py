@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 from swarmbench.analysis import columns as C
-
-RUN_FILES = (C.STATS_CSV, C.HISTORY_CSV, C.FAILURES_CSV, C.EXCEPTIONS_CSV, C.REPORT_HTML, C.MANIFEST)
+from swarmbench.core.folder import RUN_FILES
 
 
 def only_run(results: Path) -> Path:
@@ -20,6 +19,13 @@ def only_run(results: Path) -> Path:
 
 def manifest(run_dir: Path) -> dict:
     return json.loads((run_dir / C.MANIFEST).read_text())
+
+
+def assert_complete_folder(run_dir: Path) -> dict:
+    """Every file a saved run folder holds (core's RUN_FILES) is there; its run.json."""
+    for name in RUN_FILES:
+        assert (run_dir / name).is_file(), f"{name} missing from {run_dir}"
+    return manifest(run_dir)
 
 
 def stats(run_dir: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -52,6 +58,21 @@ _ALBUM_ROUTE = re.compile(
 def target_album_requests(metrics_text: str) -> int:
     """Requests the target served on the album routes, read straight from its /metrics text."""
     return sum(int(n) for _, n in _ALBUM_ROUTE.findall(metrics_text))
+
+
+def assert_exact_journey(run_dir: Path, printed: str, metrics_text: str, more_than: int) -> int:
+    """The run's request count (> MORE_THAN): no failures, equal to the total Locust PRINTED and to
+    what the target served (its /metrics text), GET:POST 3:1 within 5 %. Returns the count."""
+    rows = stats(run_dir)
+    n = total(rows)
+    assert n > more_than, f"too few requests to judge anything: {n}"
+    assert total(rows, C.FAILURE_COUNT) == 0, (run_dir / C.FAILURES_CSV).read_text()
+    assert n == printed_total(printed), "the CSV's final count differs from Locust's printed total"
+    assert n == target_album_requests(metrics_text), "Locust's count differs from what the target served"
+    by_method = method_counts(rows)
+    ratio = by_method["GET"] / by_method["POST"]
+    assert 3 * 0.95 <= ratio <= 3 * 1.05, f"GET:POST = {by_method}, ratio {ratio:.3f} not 3 +-5%"
+    return n
 
 
 def printed_total(stdout: str) -> int:

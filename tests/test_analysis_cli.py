@@ -1,4 +1,6 @@
-"""`python -m analysis` end to end, in subprocesses, like a person runs it.
+"""`python -m analysis` end to end: swarmbench.analysis.cli.main in the pytest process (exit code,
+stdout, stderr as a person would see them; conftest's analysis_cli), and one smoke test of the real
+`python -m analysis` in a subprocess.
 
 RESULT_SETS: the fixtures, plus results/examples once the harness has produced it; point at other
 folders with SWARMBENCH_TEST_RESULTS=dir1:dir2.
@@ -11,11 +13,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_module
+from conftest import ROOT, CliResult, run_module
 
 from swarmbench.analysis.cli import write_atomically
 
@@ -30,11 +31,7 @@ def result_sets() -> list[Path]:
     return [FIXTURES] + ([EXAMPLES] if any(EXAMPLES.rglob("*_stats.csv")) else [])
 
 
-def analysis(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return run_module("analysis", *args, cwd=cwd)
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
+def assert_one_line_error(proc: CliResult, *needles: str) -> str:
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -51,9 +48,9 @@ def stats_rows(folder: Path) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize("results", result_sets(), ids=lambda p: p.name)
-def test_report_end_to_end(results, tmp_path):
+def test_report_end_to_end(results, tmp_path, analysis_cli):
     out = tmp_path / "report"
-    proc = analysis("report", results, "-o", out)
+    proc = analysis_cli("report", results, "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     names = {p.name for p in out.iterdir()}
@@ -86,8 +83,8 @@ def test_report_end_to_end(results, tmp_path):
     assert "What was run" in page and "Scaling verdict" in page
 
 
-def test_report_on_fixtures_has_the_fitted_groups(tmp_path):
-    proc = analysis("report", FIXTURES, "-o", tmp_path / "out")
+def test_report_on_fixtures_has_the_fitted_groups(tmp_path, analysis_cli):
+    proc = analysis_cli("report", FIXTURES, "-o", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     # The legacy runs (no run.json) are reported with a one-line warning each, not dropped silently.
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("analysis: warning: ")]
@@ -102,7 +99,9 @@ def test_report_on_fixtures_has_the_fitted_groups(tmp_path):
 
 
 def test_summary_prints_the_table():
-    proc = analysis("summary", FIXTURES / "sweep", "--aggregated")
+    """The smoke test of the real entry point: `python -m analysis` in a subprocess (analysis/
+    __main__.py turning main's return value into the exit code)."""
+    proc = run_module("analysis", "summary", FIXTURES / "sweep", "--aggregated")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1 + 9 and "p95_ms" in lines[0]
@@ -112,62 +111,70 @@ def test_summary_prints_the_table():
 # --- bad input: one line, exit 2, names the file, no traceback ------------------------------------
 
 
-def test_missing_path(tmp_path):
-    assert_one_line_error(analysis("summary", tmp_path / "nope"), str(tmp_path / "nope"), "no such file")
+def test_missing_path(tmp_path, analysis_cli):
+    assert_one_line_error(analysis_cli("summary", tmp_path / "nope"), str(tmp_path / "nope"), "no such file")
 
 
-def test_empty_folder(tmp_path):
+def test_empty_folder(tmp_path, analysis_cli):
     (tmp_path / "empty").mkdir()
-    assert_one_line_error(analysis("report", tmp_path / "empty", "-o", tmp_path / "o"), "no Locust run found")
+    assert_one_line_error(
+        analysis_cli("report", tmp_path / "empty", "-o", tmp_path / "o"), "no Locust run found"
+    )
 
 
-def test_truncated_stats_csv(tmp_path):
+def test_truncated_stats_csv(tmp_path, analysis_cli):
     run = shutil.copytree(SWEEP_RUN, tmp_path / "run")
     data = (run / "locust_stats.csv").read_bytes()
     (run / "locust_stats.csv").write_bytes(data[: len(data) // 2])
-    assert_one_line_error(analysis("summary", run), str(run / "locust_stats.csv"))
+    assert_one_line_error(analysis_cli("summary", run), str(run / "locust_stats.csv"))
 
 
-def test_non_locust_csv(tmp_path):
+def test_non_locust_csv(tmp_path, analysis_cli):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "sales_stats.csv").write_text("region,revenue\nnorth,12\n")
-    assert_one_line_error(analysis("summary", tmp_path / "x"), "sales_stats.csv", "not a Locust stats CSV")
+    assert_one_line_error(
+        analysis_cli("summary", tmp_path / "x"), "sales_stats.csv", "not a Locust stats CSV"
+    )
 
 
-def test_empty_stats_csv(tmp_path):
+def test_empty_stats_csv(tmp_path, analysis_cli):
     run = shutil.copytree(SWEEP_RUN, tmp_path / "run")
     (run / "locust_stats.csv").write_text("")
-    assert_one_line_error(analysis("summary", run), "locust_stats.csv: empty file")
+    assert_one_line_error(analysis_cli("summary", run), "locust_stats.csv: empty file")
 
 
-def test_malformed_run_json(tmp_path):
+def test_malformed_run_json(tmp_path, analysis_cli):
     run = shutil.copytree(SWEEP_RUN, tmp_path / "run")
     text = (run / "run.json").read_text().splitlines()
     assert text[2].startswith('  "run_id": ')
     text[2] = '  "run_id": oops,'  # a bare word: invalid JSON at line 3
     (run / "run.json").write_text("\n".join(text))
-    assert_one_line_error(analysis("summary", run), f"{run / 'run.json'}: invalid JSON at line 3")
+    assert_one_line_error(analysis_cli("summary", run), f"{run / 'run.json'}: invalid JSON at line 3")
 
 
-def test_run_json_with_wrong_type(tmp_path):
+def test_run_json_with_wrong_type(tmp_path, analysis_cli):
     run = shutil.copytree(SWEEP_RUN, tmp_path / "run")
     data = json.loads((run / "run.json").read_text())
     data["workers_connected"] = "two"
     (run / "run.json").write_text(json.dumps(data))
-    assert_one_line_error(analysis("summary", run), "run.json", '"workers_connected" should be an integer')
+    assert_one_line_error(
+        analysis_cli("summary", run), "run.json", '"workers_connected" should be an integer'
+    )
 
 
-def test_corrupt_history_in_report(tmp_path):
+def test_corrupt_history_in_report(tmp_path, analysis_cli):
     run = shutil.copytree(SWEEP_RUN, tmp_path / "run")
     lines = (run / "locust_stats_history.csv").read_text().splitlines(keepends=True)
     lines[3] = "1795290337,12,GET,GET /albums,fast,0.0\r\n"
     (run / "locust_stats_history.csv").write_text("".join(lines))
-    assert_one_line_error(analysis("report", run, "-o", tmp_path / "o"), "locust_stats_history.csv", "line 4")
+    assert_one_line_error(
+        analysis_cli("report", run, "-o", tmp_path / "o"), "locust_stats_history.csv", "line 4"
+    )
 
 
-def test_one_worker_count_is_a_warning_not_an_error(tmp_path):
+def test_one_worker_count_is_a_warning_not_an_error(tmp_path, analysis_cli):
     runs = [p for p in (FIXTURES / "sweep").iterdir() if p.name.endswith("_w2")]
-    proc = analysis("report", *runs, "-o", tmp_path / "o")
+    proc = analysis_cli("report", *runs, "-o", tmp_path / "o")
     assert proc.returncode == 0, proc.stderr
     warns = proc.stderr.strip().splitlines()
     assert warns and all(w.startswith("analysis: warning: group ") for w in warns)
@@ -175,14 +182,14 @@ def test_one_worker_count_is_a_warning_not_an_error(tmp_path):
     assert json.loads((tmp_path / "o" / "scaling.json").read_text())["groups"][0]["amdahl"] is None
 
 
-def test_failing_report_leaves_a_previous_report_untouched(tmp_path):
+def test_failing_report_leaves_a_previous_report_untouched(tmp_path, analysis_cli):
     out = tmp_path / "out"
     out.mkdir()
     for name in ("report.html", "summary.csv", "scaling.json"):
         (out / name).write_text(f"previous {name}")
     bad = shutil.copytree(SWEEP_RUN, tmp_path / "bad")
     (bad / "run.json").write_text("{")
-    assert_one_line_error(analysis("report", FIXTURES / "sweep", bad, "-o", out), "run.json")
+    assert_one_line_error(analysis_cli("report", FIXTURES / "sweep", bad, "-o", out), "run.json")
     assert {p.name: p.read_text() for p in out.iterdir()} == {
         n: f"previous {n}" for n in ("report.html", "summary.csv", "scaling.json")
     }
@@ -200,6 +207,8 @@ def test_write_failure_midway_leaves_out_untouched(tmp_path):
     assert [p for p in tmp_path.iterdir() if p.name != "out"] == []
 
 
-def test_out_is_a_file(tmp_path):
+def test_out_is_a_file(tmp_path, analysis_cli):
     (tmp_path / "o").write_text("x")
-    assert_one_line_error(analysis("report", SWEEP_RUN, "-o", tmp_path / "o"), "exists and is not a folder")
+    assert_one_line_error(
+        analysis_cli("report", SWEEP_RUN, "-o", tmp_path / "o"), "exists and is not a folder"
+    )

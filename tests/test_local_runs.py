@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, free_port, locust_cmd, run_locust
 from runs import (
-    RUN_FILES,
+    assert_complete_folder,
+    assert_exact_journey,
     manifest,
-    method_counts,
     only_run,
-    printed_total,
     stats,
     target_album_requests,
     total,
@@ -56,21 +55,10 @@ def workers_running(n: int, port: str, *args: str) -> Iterator[None]:
 
 
 def assert_complete_and_exact(run_dir: Path, target, stdout: str) -> dict:
-    for name in RUN_FILES:
-        assert (run_dir / name).is_file(), f"{name} missing from {run_dir}"
-    m = manifest(run_dir)
+    m = assert_complete_folder(run_dir)
     assert m.keys() >= MANIFEST_KEYS, f"run.json lacks {MANIFEST_KEYS - m.keys()}"
-    rows = stats(run_dir)
-    n = total(rows)
-    assert n > 200, f"too few requests to judge anything: {n}"
-    assert total(rows, "Failure Count") == 0, (run_dir / "locust_failures.csv").read_text()
-    assert n == printed_total(stdout), "the CSV's final count differs from Locust's printed total"
-    assert n == m["totals"]["requests"]
-    assert n == target_album_requests(target.metrics()), "Locust's count differs from what the target served"
-    assert m["target"]["album_requests"] == n
-    by_method = method_counts(rows)
-    ratio = by_method["GET"] / by_method["POST"]
-    assert 3 * 0.95 <= ratio <= 3 * 1.05, f"GET:POST = {by_method}, ratio {ratio:.3f} not 3 +-5%"
+    n = assert_exact_journey(run_dir, stdout, target.metrics(), more_than=200)
+    assert n == m["totals"]["requests"] == m["target"]["album_requests"]
     return m
 
 
@@ -142,18 +130,24 @@ def test_an_empty_results_dir_saves_nothing(albums_target):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["NoSuchUser"], "Unknown User(s): NoSuchUser"),
-        (["-u", "abc"], "argument -u/--users: invalid int value: 'abc'"),
-        (["--wait-time", "betwen 1 2"], "swarmbench: error: --wait-time/LOCUST_WAIT_TIME: invalid wait time"),
-        (["--wait-time", "between 2 1"], "MIN is larger than MAX"),
-        (["--run-id", "../escape"], "must be a folder name"),
+        # Locust's own sys.exit(1) (locust/main.py checks the classes before any plugin hook runs),
+        # although the README promises 2 for bad configuration: a known gap, asserted as it is.
+        (["NoSuchUser"], "Unknown User(s): NoSuchUser", 1),
+        (["-u", "abc"], "argument -u/--users: invalid int value: 'abc'", 2),
+        (
+            ["--wait-time", "betwen 1 2"],
+            "swarmbench: error: --wait-time/LOCUST_WAIT_TIME: invalid wait time",
+            2,
+        ),
+        (["--wait-time", "between 2 1"], "MIN is larger than MAX", 2),
+        (["--run-id", "../escape"], "must be a folder name", 2),
     ],
 )
-def test_bad_configuration_stops_before_the_test(albums_target, tmp_path, args, message):
+def test_bad_configuration_stops_before_the_test(albums_target, tmp_path, args, message, code):
     res = run_locust("--headless", "-H", albums_target.url, "-t", "5s", "--results-dir", str(tmp_path), *args)
-    assert res.returncode != 0
+    assert res.returncode == code
     assert message in res.stderr
     assert "Traceback" not in res.stderr
     assert not list(tmp_path.iterdir()), "a failed start left a run folder behind"

@@ -12,7 +12,10 @@ import json
 import random
 import subprocess
 import textwrap
+import threading
 import time
+from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,9 @@ from swarmbench.core.sections import OpenCapacity
 from swarmbench.core.verdict import judge_open
 from swarmbench.plugin.hdr import AGGREGATED, CSV_COLUMNS, LatencyBook
 from swarmbench.runner.settings import check_arrival as check_settings
+
+PROBE = "tests/fixtures/open_model/report_probe.py"
+PROBE_PREFIX = "probe: arrival counts from "  # the probe's PREFIX (the probe imports Locust)
 
 # --- the grammar ------------------------------------------------------------------------------------
 
@@ -332,7 +338,7 @@ def test_a_bad_arrival_rate_stops_before_a_folder_exists(albums_target, tmp_path
         "--headless", "-H", albums_target.url, "-t", "2s", "--arrival-rate", "100; 200@later",
         "--results-dir", str(tmp_path),
     )  # fmt: skip
-    assert res.returncode != 0
+    assert res.returncode == 2
     errors = [line for line in res.stderr.splitlines() if "error" in line.lower()]
     assert errors == [
         "swarmbench: error: --arrival-rate/LOCUST_ARRIVAL_RATE: invalid arrival rate '100; 200@later': "
@@ -344,42 +350,54 @@ def test_a_bad_arrival_rate_stops_before_a_folder_exists(albums_target, tmp_path
 
 
 def test_rate_re_split_when_a_worker_goes_missing(albums_target, tmp_path):
-    """Two workers share 100/s; one is killed: once the master sees it missing, the other takes the
-    whole rate (the lost worker's iterations meanwhile are counted as unscheduled, not hidden)."""
+    """Two workers share 100/s; one is killed once both shipped counts: the survivor schedules its half
+    until run.json records the worker missing, then the whole rate; the lost iterations are counted."""
     port = str(free_port())
-    common = ["--arrival-rate", "100", "AlbumsFastHttpUser"]
+    common = ["-f", f"locustfiles/albums.py,{PROBE}", "--arrival-rate", "100", "AlbumsFastHttpUser"]
+    quiet = {"cwd": ROOT, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     workers = [
-        subprocess.Popen(
-            locust_cmd("--worker", "--master-port", port, *common),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(2)
+        subprocess.Popen(locust_cmd("--worker", "--master-port", port, *common), **quiet) for _ in range(2)
     ]
     master = subprocess.Popen(
         locust_cmd(
             "--master", "--master-bind-port", port, "--expect-workers", "2", "--headless",
-            "-H", albums_target.url, "-t", "16s", "-u", "20", "-r", "20",
+            "-H", albums_target.url, "-t", "20s", "-u", "20", "-r", "20",
             "--results-dir", str(tmp_path), *common,
         ),
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    lines: list[str] = []
+    reports: Counter[str] = Counter()
+    killed_at = None
+    guard = threading.Timer(120, master.kill)  # a master that never ends ends the reading too
+    guard.start()
     try:
-        time.sleep(6)
-        workers[1].kill()
-        _, stderr = master.communicate(timeout=90)
+        for line in master.stderr or ():  # to the end: the master exits after its run
+            lines.append(line)
+            if PROBE_PREFIX in line and killed_at is None:
+                reports[line.split(PROBE_PREFIX, 1)[1]] += 1
+                if len(reports) == 2 and min(reports.values()) >= 2:  # both shipped counts twice
+                    killed_at = time.time()
+                    workers[1].kill()
     finally:
+        guard.cancel()
         for p in (master, *workers):
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=30)
-    assert "went missing" in stderr, stderr[-2000:]
+    stderr = "".join(lines)
+    assert killed_at is not None and "went missing" in stderr, stderr[-2000:]
     run_dir = only_run(tmp_path)
     om = open_model(run_dir)
     assert len(om["per_worker"]) == 2
+    (missing,) = [e for e in manifest(run_dir)["events"] if e["kind"] == "worker_missing"]
+    noticed_at = datetime.fromisoformat(missing["at"]).timestamp()
     with open(run_dir / folder.ARRIVAL_CSV, newline="") as f:
-        scheduled = [int(r["scheduled"]) for r in csv.DictReader(f)]
-    assert min(scheduled[2:-1]) <= 60, scheduled  # half the rate while the master had not noticed
-    assert all(n == pytest.approx(100, abs=2) for n in scheduled[-4:-1]), scheduled  # then all of it
-    assert om["unscheduled_iterations"] >= 100, om
+        seconds = [(float(r["timestamp"]), int(r["scheduled"])) for r in csv.DictReader(f)][:-1]  # whole
+    both = [n for t, n in seconds[1:] if t + 1.5 <= killed_at]
+    assert both and all(n == pytest.approx(100, abs=2) for n in both), (both, seconds)  # two halves
+    alone = [n for t, n in seconds if t >= killed_at and t + 1 <= noticed_at]
+    assert alone and min(alone) == pytest.approx(50, abs=2), (alone, seconds)  # the survivor's half
+    after = [n for t, n in seconds if t >= noticed_at + 2]
+    assert len(after) >= 3 and all(n == pytest.approx(100, abs=2) for n in after), (after, seconds)
+    assert om["unscheduled_iterations"] >= max(100, sum(100 - n for n in alone)), om

@@ -7,29 +7,70 @@ monkey-patches the standard library with gevent on import) never enters the pyte
 
 from __future__ import annotations
 
-import urllib.request
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from conftest import ROOT
 
 from swarmbench.core import folder, target
 from swarmbench.plugin import cpu
 
+METRICS = (ROOT / "tests" / "fixtures" / "metrics" / "albums_rwmutex.prom").read_text()
+"""What the real target served on /metrics after a few real requests (see the fixture's README)."""
 
-def test_metrics_parser_reads_route_labels_with_braces(albums_target):
-    urllib.request.urlopen(albums_target.url + "/albums/1").close()
-    urllib.request.urlopen(albums_target.url + "/albums?limit=2").close()
-    snap = target.parse_metrics(albums_target.metrics())
+
+def test_metrics_parser_reads_route_labels_with_braces():
+    snap = target.parse_metrics(METRICS)
     assert snap.store == "rwmutex"
-    assert snap.requests["GET /albums/{id}"] == 1
-    assert snap.requests["GET /albums"] == 1
-    assert snap.cpu_seconds is not None and snap.cpu_seconds >= 0
-    assert snap.cpus is not None and snap.cpus >= 1
+    # every route, summed over its status codes (GET /albums: 3 x 200 + 1 x 400)
+    assert snap.requests == {
+        "GET /albums": 4,
+        "GET /albums/{id}": 2,
+        "POST /albums": 1,
+        "GET /healthz": 1,
+        "GET /metrics": 1,
+    }
+    assert snap.cpu_seconds == 0.010303
+    assert snap.cpus == 2
 
 
-def test_scrape_of_a_host_without_our_metrics_is_none(albums_target):
-    assert target.scrape(albums_target.url + "/healthz/nope") is None  # 404: not the bundled target
+@pytest.fixture
+def other_hosts() -> Iterator[str]:
+    """A real HTTP server on loopback that is not the bundled target: /metrics serves the target's
+    text, /exporter/metrics another program's Prometheus text, anything else 404."""
+    pages = {"/metrics": METRICS, "/exporter/metrics": "# TYPE up gauge\nup 1\nprocess_cpu_seconds_total 4\n"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path, "").encode()
+            self.send_response(200 if self.path in pages else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_scrape_of_a_host_without_our_metrics_is_none(other_hosts):
+    assert target.scrape(other_hosts + "/nope") is None  # 404: not the bundled target
+    assert target.scrape(other_hosts + "/exporter") is None  # Prometheus text, but not ours
     assert target.scrape("http://127.0.0.1:9") is None  # nothing listening
+    snap = target.scrape(other_hosts)  # the control: the same server with the target's text is read
+    assert snap is not None and snap.store == "rwmutex" and snap.requests["POST /albums"] == 1
 
 
 def test_delta_counts_only_what_happened_between_scrapes():

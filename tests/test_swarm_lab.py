@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import IN_CI
-from runs import RUN_FILES, manifest, only_run
+from runs import assert_complete_folder, only_run
 from test_swarm import LOAD, make, stacks, swarm_state
 
 from swarmbench.runner import swarmlab
@@ -73,9 +73,7 @@ def test_two_node_lab_runs_every_worker_on_the_second_node(lab_possible, tmp_pat
     assert lab_leftovers() == [], "swarm-lab-down left parts of the lab behind"
     assert make("swarm-lab-down", env={}).stdout.strip().endswith("swarm-lab: no lab to remove")
     run_dir = only_run(results)
-    for name in RUN_FILES:
-        assert (run_dir / name).is_file(), f"{name} missing"
-    m = manifest(run_dir)
+    m = assert_complete_folder(run_dir)
     assert (m["engine"], m["workers_connected"], m["exit_code"]) == ("swarm", 3, 0)
     nodes = m["nodes"]
     assert nodes["master"]["role"] == nodes["target"]["role"] == "manager"

@@ -1,0 +1,176 @@
+"""Fault injection on the real compose stack (marked `docker`): a worker killed, Ctrl-C of
+`python -m swarmbench headless`, the target stopped, a web-UI Start->Stop; each run saved, marked,
+exact where the target stayed up, and exiting with the code CI needs.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from _integrity import SPAWNED, assert_exact, ui_rounds
+from conftest import ROOT, free_port, wait_http
+from make_runs import compose_env
+from runs import assert_complete_folder, only_run
+
+from swarmbench.core import exits
+
+# --- the real compose stack (docker; run under the shared lock) ----------------------------------
+
+
+def stack_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A short headless stack of our own (make_runs.compose_env: its own project name and results
+    folder, nothing inherited), with 2 workers and 8 FastHttpUser users."""
+    return compose_env(
+        tmp_path,
+        WORKERS="2",
+        LOCUST_USERS="8",
+        LOCUST_SPAWN_RATE="8",
+        LOCUST_USER_CLASSES="AlbumsFastHttpUser",
+        **extra,
+    )
+
+
+def containers(project: str, service: str) -> list[str]:
+    out = subprocess.run(
+        ["docker", "ps", "-q", "--no-trunc", "--filter", f"label=com.docker.compose.project={project}",
+         "--filter", f"label=com.docker.compose.service={service}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return out.stdout.split()
+
+
+def wait_for_master(project: str, text: str = SPAWNED, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        ids = containers(project, "master")
+        if ids:
+            logs = subprocess.run(["docker", "logs", ids[0]], capture_output=True, text=True)
+            if text in logs.stdout + logs.stderr:
+                return
+        assert time.monotonic() < deadline, f"the master never logged {text!r}"
+        time.sleep(0.5)
+
+
+@contextmanager
+def headless(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """`python -m swarmbench headless` in the background; the stack always comes down."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swarmbench", "headless"], cwd=ROOT, env=env,
+        stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
+                        "--timeout", "2"], capture_output=True, timeout=120)  # fmt: skip
+
+
+def headless_with_fault(env: dict[str, str], log: Path, fault: Callable[[str], None]) -> int:
+    """A 20 s headless stack; 3 s after its users spawned, FAULT(project); the runner's exit code."""
+    with headless(env, log) as proc:
+        wait_for_master(env["COMPOSE_PROJECT_NAME"])
+        time.sleep(3)
+        fault(env["COMPOSE_PROJECT_NAME"])
+        return proc.wait(timeout=180)
+
+
+@pytest.mark.docker
+def test_stack_worker_killed_is_degraded_exit_4_naming_it(docker_compose, tmp_path):
+    env = stack_env(tmp_path, LOCUST_RUN_TIME="20s")
+    victim = ""
+
+    def kill_a_worker(project: str) -> None:
+        nonlocal victim
+        victim = containers(project, "worker")[0]
+        subprocess.run(["docker", "kill", victim], check=True, capture_output=True)
+
+    code = headless_with_fault(env, tmp_path / "run.log", kill_a_worker)
+    m = assert_complete_folder(only_run(tmp_path / "results"))
+    assert (code, m["status"], m["exit_code"]) == (exits.DEGRADED, "degraded", exits.DEGRADED)
+    # A worker's Locust id starts with its hostname: the container's short id.
+    missing = [e["detail"] for e in m["events"] if e["kind"] == "worker_missing"]
+    assert len(missing) == 1 and victim[:12] in missing[0], (victim, m["events"])
+    assert m["workers_timeline"][-1][1] == 1
+
+
+@pytest.mark.docker
+def test_stack_ctrl_c_of_swarmbench_headless_exits_130_with_an_exact_interrupted_run(
+    docker_compose, tmp_path
+):
+    env = stack_env(tmp_path, LOCUST_RUN_TIME="60s")
+    started = time.monotonic()
+    with headless(env, tmp_path / "run.log") as proc:
+        wait_for_master(env["COMPOSE_PROJECT_NAME"])
+        time.sleep(4)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=120)
+    out = (tmp_path / "run.log").read_text()
+    assert code == exits.INTERRUPTED_SIGINT, out[-3000:]
+    run_dir = only_run(tmp_path / "results")
+    m = assert_complete_folder(run_dir)
+    assert (m["status"], m["exit_code"]) == (
+        "interrupted",
+        exits.INTERRUPTED_SIGTERM,
+    )  # the master got SIGTERM
+    assert "swarmbench: results in" in out and "interrupted; stopping the run" in out
+    # The target stayed up: the master read its count when it wrote the folder.
+    assert_exact(run_dir, m["target"]["album_requests"])
+    assert time.monotonic() - started < 150 and m["duration_s"] < 40
+    assert not containers(env["COMPOSE_PROJECT_NAME"], "master"), "the stack was left running"
+
+
+@pytest.mark.docker
+def test_stack_target_stopped_mid_run_is_degraded_exit_4(docker_compose, tmp_path):
+    env = stack_env(tmp_path, LOCUST_RUN_TIME="20s")
+
+    def stop_the_target(project: str) -> None:
+        subprocess.run(
+            ["docker", "stop", "-t", "1", *containers(project, "target")], check=True, capture_output=True
+        )
+
+    code = headless_with_fault(env, tmp_path / "run.log", stop_the_target)
+    m = assert_complete_folder(only_run(tmp_path / "results"))
+    assert (code, m["status"], m["exit_code"]) == (exits.DEGRADED, "degraded", exits.DEGRADED)
+    down = [e["detail"] for e in m["events"] if e["kind"] == "target_unreachable"]
+    assert down, m["events"]
+    # Its requests either failed (connection refused, name unknown) or hung until the stop (a
+    # vanished address times out): both are the target not answering.
+    assert m["totals"]["failures"] > 0 or "requests hang" in down[0], (m["totals"], down)
+
+
+@pytest.mark.docker
+def test_stack_web_ui_start_stop_is_a_saved_exact_run(docker_compose, tmp_path):
+    web = free_port()
+    env = stack_env(tmp_path, LOCUST_WEB_PORT=str(web), LOCUST_STOP_TIMEOUT="1")
+    results = tmp_path / "results"
+    results.mkdir()
+    from swarmbench.runner.compose import compose_cmd, prepare_results
+
+    prepare_results(env, results)
+    base = ["up", "--build", "--detach", "--quiet-pull", "--scale", "worker=2"]
+    try:
+        subprocess.run(compose_cmd(*base, files=("docker-compose.yml",)), env=env, check=True,
+                       capture_output=True, timeout=300)  # fmt: skip
+        wait_http(f"http://127.0.0.1:{web}/", timeout=90)
+        ui_rounds(f"http://127.0.0.1:{web}", 2, lambda: 0, rounds=1)
+        # Stopping the stack stops the master (SIGTERM): it writes nothing more.
+        subprocess.run(compose_cmd("stop", "--timeout", "30", files=("docker-compose.yml",)), env=env,
+                       capture_output=True, timeout=120)  # fmt: skip
+    finally:
+        subprocess.run(["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
+                        "--timeout", "2"], capture_output=True, timeout=120)  # fmt: skip
+    run_dir = only_run(results)
+    m = assert_complete_folder(run_dir)
+    assert (m["started_from"], m["status"], m["mode"], m["users"]) == ("ui", "complete", "distributed", 4)
+    assert m["exit_code"] is None and m["workers_connected"] == 2
+    assert_exact(run_dir, m["target"]["album_requests"])
