@@ -11,6 +11,7 @@ from swarmbench.analysis import columns as C
 from swarmbench.analysis.errors import AnalysisWarning
 from swarmbench.analysis.load import load_runs
 from swarmbench.analysis.scaling import analyze_scaling, group_key, group_runs, scaling_json
+from swarmbench.core.sections import SweepMembership
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 
@@ -71,9 +72,11 @@ def test_two_worker_counts_fit_amdahl_but_not_usl(sweep):
 def test_weak_sweep_groups_by_users_per_worker(sweep):
     # The fixture runs carry no sweep block; give two of them a weak-scaling one to test the key.
     a, b = [r for r in sweep if r.user_class == "AlbumsHttpUser"][:2]
-    weak_a = dataclasses.replace(a, meta=dataclasses.replace(a.meta, users=10, sweep={"mode": "weak"}))
+    weak_a = dataclasses.replace(
+        a, meta=dataclasses.replace(a.meta, users=10, sweep=SweepMembership(mode="weak"))
+    )
     weak_b = dataclasses.replace(
-        b, meta=dataclasses.replace(b.meta, users=10 * b.workers, sweep={"mode": "weak"})
+        b, meta=dataclasses.replace(b.meta, users=10 * b.workers, sweep=SweepMembership(mode="weak"))
     )
     assert group_key(weak_a).users_per_worker == 10 and group_key(weak_a).users is None
     groups, _ = group_runs([weak_a, weak_b])

@@ -35,8 +35,8 @@ def test_health_status_rules():
     assert h.status(0, 0) == "failed" and h.status(100, int(100 * FAILED_RATIO)) == "failed"
     h.workers({"a": "running", "b": "missing"}, now=5.0)
     assert h.status(100, 0) == "degraded"
-    assert [e["kind"] for e in h.events] == ["worker_joined", "worker_joined", "worker_missing"]
-    assert h.timeline == [[0.0, 2], [5.0, 1]]
+    assert [e.kind for e in h.events] == ["worker_joined", "worker_joined", "worker_missing"]
+    assert [(p.t_s, p.connected) for p in h.timeline] == [(0.0, 2), (5.0, 1)]
     h.signal(signal.SIGTERM, now=6.0)
     assert h.status(100, 0) == "interrupted" and h.interrupting_signal() == signal.SIGTERM
 
@@ -53,7 +53,7 @@ def test_requests_that_hang_are_a_target_that_stopped_answering():
     assert not busy.problems, "the stop phase is silent by design"
     busy.requests(300, 0, now=3.0 + TARGET_HANG_S, final=True)  # the final counts, as of the end
     assert busy.status(300, 0) == "degraded"
-    assert "requests hang" in busy.events[-1]["detail"]
+    assert "requests hang" in busy.events[-1].detail
     slow = Health()  # one user thinking 10 s: silent by design, never flagged
     slow.start(None, now=0.0)
     slow.requests(3, 0, now=30.0)
@@ -68,9 +68,11 @@ def test_leaving_at_the_end_is_normal_but_quitting_early_is_not():
     h.closing = True
     h.workers({}, now=9.0)  # a quit as told at the end
     assert h.problems == ["worker b quit early", "1 of 2 load generators connected"]
-    quits = [e["detail"] for e in h.events if e["kind"] == "worker_quit"]
+    quits = [e.detail for e in h.events if e.kind == "worker_quit"]
     assert quits == ["worker b quit before the run's end"]
-    assert h.timeline == [[0.0, 2], [3.0, 1]], "the normal end is not a drop in load generators"
+    assert [(p.t_s, p.connected) for p in h.timeline] == [(0.0, 2), (3.0, 1)], (
+        "the normal end is not a drop in load generators"
+    )
 
 
 def test_target_that_stops_answering_is_seen_and_its_return_too():
@@ -81,7 +83,7 @@ def test_target_that_stops_answering_is_seen_and_its_return_too():
     assert not h.problems, "a shorter gap is not an outage"
     h.requests(180, 80, now=1.0 + TARGET_DOWN_S)
     h.requests(230, 80, now=1.0 + TARGET_DOWN_S + 2)
-    assert [e["kind"] for e in h.events] == ["target_unreachable", "target_answering"]
+    assert [e.kind for e in h.events] == ["target_unreachable", "target_answering"]
     assert h.status(230, 80) == "degraded"
 
 
@@ -154,7 +156,8 @@ def test_worker_killed_mid_run_is_degraded_exit_4(albums_target, tmp_path):
     joined = [e["detail"].split()[1] for e in m["events"] if e["kind"] == "worker_joined"]
     missing = [e for e in m["events"] if e["kind"] == "worker_missing"]
     assert len(joined) == 2 and len(missing) == 1 and missing[0]["detail"].split()[1] in joined
-    assert m["workers_timeline"][0] == [0.0, 2] and m["workers_timeline"][-1][1] == 1
+    assert m["workers_timeline"][0] == {"t_s": 0.0, "connected": 2}
+    assert m["workers_timeline"][-1]["connected"] == 1
     # The killed worker's unreported requests are lost (never more counted than served).
     assert total(stats(only_run(results))) <= target_album_requests(albums_target.metrics())
 

@@ -100,7 +100,7 @@ def test_stack_worker_killed_is_degraded_exit_4_naming_it(docker_compose, tmp_pa
     # A worker's Locust id starts with its hostname: the container's short id.
     missing = [e["detail"] for e in m["events"] if e["kind"] == "worker_missing"]
     assert len(missing) == 1 and victim[:12] in missing[0], (victim, m["events"])
-    assert m["workers_timeline"][-1][1] == 1
+    assert m["workers_timeline"][-1]["connected"] == 1
 
 
 @pytest.mark.docker
