@@ -2,7 +2,7 @@
 against the real target -- the rate held across two workers, drops and queueing on a slow target,
 a locustfile of one's own.
 
-The pure parts (core/arrival.py, plugin/hdr.py) are imported here; Locust only runs in subprocesses.
+The pure parts (core/arrival.py, swarmbench/hdr.py) are imported here; Locust only runs in subprocesses.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from swarmbench.core.arrival import (
     parse_duration,
     summarize,
 )
+from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.errors import UsageError
-from swarmbench.plugin.hdr import AGGREGATED, CSV_COLUMNS, LatencyBook
+from swarmbench.hdr import CSV_COLUMNS, LatencyBook
 
 # --- the grammar ------------------------------------------------------------------------------------
 

@@ -40,9 +40,10 @@ from swarmbench.core.arrival import (
     parse_duration,
     summarize,
 )
+from swarmbench.core.checks import AGGREGATED
+from swarmbench.hdr import TIMELINE_COLUMNS, LatencyBook, Timeline, percentile_ms
 
 from .errors import die
-from .hdr import AGGREGATED, TIMELINE_COLUMNS, LatencyBook, Timeline, percentile_ms
 from .pool import Pool, install_users
 
 logger = logging.getLogger("swarmbench")
