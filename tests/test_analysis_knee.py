@@ -10,7 +10,7 @@ import pytest
 from test_analysis_timeseries import step_users, write_run
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.knee import find_knee, knee, steps
+from swarmbench.analysis.knee import knee_from_steps, step_load_knee, steps
 from swarmbench.analysis.load import load_run
 from swarmbench.analysis.timeseries import grids, rate
 
@@ -35,7 +35,7 @@ def table(rows) -> pd.DataFrame:
 
 
 def test_a_saturating_server_has_its_knee_where_throughput_stops_growing():
-    k = find_knee(table([(u, *closed_loop(u)) for u in USERS]))
+    k = knee_from_steps(table([(u, *closed_loop(u)) for u in USERS]))
     # 18.9 requests/s per user: the capacity is reached between 90 (1,698) and 100 users (1,800).
     assert k.users == 100 and k.rps == pytest.approx(CAPACITY)
     assert "Knee at 100 users" in k.sentence() and k.noisy == []
@@ -45,34 +45,34 @@ def test_a_saturating_server_has_its_knee_where_throughput_stops_growing():
 def test_a_proportional_run_with_one_spiky_step_has_no_knee():
     """The issue's `make knee`: ~18.4 requests/s per user throughout, p95 15 ms at 90 users only."""
     rows = [(u, 18.4 * u * (0.97 if u == 90 else 1.0), 15.0 if u == 90 else 3.0) for u in USERS]
-    k = find_knee(table(rows), verdict="load-bound")
+    k = knee_from_steps(table(rows), verdict="load-bound")
     assert k.index is None and k.noisy == [90]
     text = k.sentence()
     assert text.startswith("No knee up to 130 users") and "18.4 requests/s (low load: 18.4)" in text
     assert "in proportion to the users" in text
     assert "could not reach the server's limit" in text and "more users" in text and "think time" in text
-    assert "load-bound" not in find_knee(table(rows), verdict="none").sentence()
+    assert "load-bound" not in knee_from_steps(table(rows), verdict="none").sentence()
     # The verdict looks at the whole run; the top step alone shows the pacing: 18.4 of the 20 allowed.
-    paced = find_knee(table(rows), verdict="generator-bound", wait_time="constant 0.05").sentence()
+    paced = knee_from_steps(table(rows), verdict="generator-bound", wait_time="constant 0.05").sentence()
     assert "92% of the 20 its wait time (constant 0.05) allows" in paced and "more users" in paced
 
 
 def test_saturation_on_the_top_step_alone_is_not_confirmed():
     rows = [(u, 18.4 * u, 3.0) for u in USERS[:-1]] + [(130, 18.4 * 100, 40.0)]
-    k = find_knee(table(rows))
+    k = knee_from_steps(table(rows))
     assert k.index is None and k.confirm_pending and "extend the steps" in k.sentence()
 
 
 def test_retrograde_throughput_puts_the_knee_at_the_peak():
     rps = [200, 400, 600, 800, 950, 900, 700, 500]
     p95 = [3, 3, 3, 4, 9, 30, 80, 200]
-    k = find_knee(table(zip(range(10, 81, 10), rps, p95, strict=True)))
+    k = knee_from_steps(table(zip(range(10, 81, 10), rps, p95, strict=True)))
     assert k.users == 50 and k.rps == 950
 
 
 def test_latency_alone_is_not_a_knee():
     rows = [(u, 18.4 * u, 3.0 if u < 70 else 40.0) for u in USERS]  # slower, but every user still served
-    assert find_knee(table(rows)).index is None
+    assert knee_from_steps(table(rows)).index is None
 
 
 def test_a_step_history_of_a_saturating_server_gives_the_knee_from_request_counts(tmp_path):
@@ -82,7 +82,7 @@ def test_a_step_history_of_a_saturating_server_gives_the_knee_from_request_count
     made = [2 * round(closed_loop(u)[0] / 2) if u else 0 for u in users]  # even: 2 workers, whole counts
     p95 = [closed_loop(u)[1] if u else 0.0 for u in users]
     run = load_run(write_run(tmp_path / "run", users, made, p95))
-    k = knee(run)
+    k = step_load_knee(run)
     assert k is not None and k.users == 100
     agg = grids(run.history)[C.AGGREGATED]
     for row in steps(run).itertuples():
@@ -92,7 +92,8 @@ def test_a_step_history_of_a_saturating_server_gives_the_knee_from_request_count
 
 
 def test_the_report_shows_the_knee_its_steps_and_the_sentence(tmp_path):
-    from swarmbench.analysis.report import build_report, render_charts
+    from swarmbench.analysis.charts import render_charts
+    from swarmbench.analysis.report import build_report
     from swarmbench.analysis.summary import summarize
 
     users = step_users(USERS, 20)
@@ -112,7 +113,7 @@ REAL_KNEE = Path(__file__).parent / "fixtures" / "knee"
 def test_a_real_saturating_server_has_its_knee_where_throughput_stops_growing():
     """ALBUMS_LOCK_WORK=3ms on a mutex store: throughput grows with the users up to 60, then stalls."""
     run = load_run(REAL_KNEE / "saturating")
-    k = knee(run)
+    k = step_load_knee(run)
     assert k.users == 60 and k.rps == pytest.approx(262.8, abs=0.1)
     t = k.steps.set_index(C.USERS)
     assert (t.loc[:60, "rps_per_user"] > 0.9 * k.per_user).all()  # proportional up to the knee
@@ -122,7 +123,7 @@ def test_a_real_saturating_server_has_its_knee_where_throughput_stops_growing():
 
 def test_a_real_proportional_step_load_has_no_knee_and_says_the_pacing_capped_it():
     run = load_run(REAL_KNEE / "proportional")
-    k = knee(run)
+    k = step_load_knee(run)
     assert k.index is None and k.noisy  # p95 spikes on some steps, throughput always proportional
     assert (k.steps["rps_per_user"] > 0.95 * 5.0).all()  # constant 0.2: 5 requests/s per user at most
     text = k.sentence()

@@ -19,9 +19,10 @@ import pytest
 from conftest import ROOT
 from make_runs import compose_env
 
+from swarmbench.analysis import cli as analysis_cli
 from swarmbench.analysis import open_knee, open_model
 from swarmbench.core.arrival import Hold, holds, parse_arrival_rate
-from swarmbench.core.errors import InputError, UsageError
+from swarmbench.core.errors import UsageError
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.steps import parse_step_rates
 from swarmbench.core.sweepstate import SweepPoint
@@ -29,6 +30,7 @@ from swarmbench.core.verdict import KNEE_P99_MS, knee_p99_ms
 from swarmbench.runner import plan
 from swarmbench.runner.knee import knee_env
 from swarmbench.runner.points import PointRunner
+from swarmbench.runner.sweep import knee_bound, report_command
 
 # --- the step schedule ----------------------------------------------------------------------------------
 
@@ -105,7 +107,7 @@ STEPS = parse_step_rates("100 100 6 500").arrival_rate()  # 100 .. 500/s, 6 s ea
 
 def test_the_knee_is_the_last_rate_held_before_drops():
     run = synthetic(STEPS, {400: (0.05, 80.0), 500: (0.3, 900.0)}, 36)
-    k = open_knee.knee(run)
+    k = open_knee.open_model_knee(run)
     assert k is not None and k.rate == 300
     assert k.steps["held"].tolist() == [True, True, True, False, False]
     assert k.steps["seconds"].tolist() == [5, 5, 5, 5, 10]  # the first second of each step settles
@@ -115,26 +117,26 @@ def test_the_knee_is_the_last_rate_held_before_drops():
 
 def test_intended_p99_over_the_bound_is_a_knee_too():
     run = synthetic(STEPS, {300: (0.0, 450.0), 400: (0.0, 700.0)}, 36)
-    assert open_knee.knee(run).rate == 300
-    k = open_knee.knee(run, bound_ms=400.0)
+    assert open_knee.open_model_knee(run).rate == 300
+    k = open_knee.open_model_knee(run, bound_ms=400.0)
     assert k.rate == 200 and "intended-start p99 450 ms over 400 ms" in k.sentence()
     assert open_knee.sustained_rate(run) == {"offered": 500, "sustained": 500}  # the sweep: no bound
 
 
 def test_no_knee_when_every_step_held_and_none_when_the_first_did_not():
-    k = open_knee.knee(synthetic(STEPS, {}, 36))
+    k = open_knee.open_model_knee(synthetic(STEPS, {}, 36))
     assert k.rate == 500 and k.sentence().startswith("No knee up to 500/s: every step held")
-    k = open_knee.knee(synthetic(STEPS, {100: (0.02, 20.0)}, 36))
+    k = open_knee.open_model_knee(synthetic(STEPS, {100: (0.02, 20.0)}, 36))
     assert k.rate is None and k.sentence().startswith("No rate held: already at 100/s, 2.0% dropped")
 
 
 def test_a_held_step_above_a_failed_one_is_luck_not_capacity():
-    assert open_knee.knee(synthetic(STEPS, {200: (0.1, 50.0)}, 36)).rate == 100
+    assert open_knee.open_model_knee(synthetic(STEPS, {200: (0.1, 50.0)}, 36)).rate == 100
 
 
 def test_a_single_rate_is_no_knee_search():
     run = synthetic("250", {}, 10)
-    assert open_knee.knee(run) is None
+    assert open_knee.open_model_knee(run) is None
     assert open_knee.sustained_rate(run) == {"offered": 250, "sustained": 250}
 
 
@@ -156,9 +158,29 @@ def test_sweep_table_per_worker_count():
     assert open_knee.sweep_table(points[:2]) is None  # one worker count: no scaling question
 
 
-def test_a_bad_knee_p99_bound_is_an_input_error():
-    with pytest.raises(InputError, match="KNEE_P99_MS: '-3' is not a positive number"):
-        open_knee.p99_bound_ms({"KNEE_P99_MS": "-3"})
+def test_the_report_takes_its_knee_bound_from_the_command_line_only(monkeypatch):
+    monkeypatch.setenv("KNEE_P99_MS", "-3")  # the analysis reads no environment
+    parse = analysis_cli.build_parser().parse_args
+    assert parse(["report", "x", "-o", "y"]).knee_p99_ms == KNEE_P99_MS
+    assert parse(["report", "x", "-o", "y", "--knee-p99-ms", "250ms"]).knee_p99_ms == 250
+
+
+def test_a_bad_knee_p99_bound_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        analysis_cli.main(["report", "x", "-o", "y", "--knee-p99-ms", "-3"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "analysis report: error: argument --knee-p99-ms: '-3' is not a positive number" in err
+    with pytest.raises(UsageError, match="^KNEE_P99_MS: '-3' is not a positive number"):
+        knee_bound({"KNEE_P99_MS": "-3"})
+
+
+def test_the_runner_passes_knee_p99_ms_to_the_report(tmp_path):
+    cmd = report_command(tmp_path, knee_p99_ms=knee_bound({"KNEE_P99_MS": "250"}))
+    assert cmd[1:4] == ["-m", "analysis", "report"] and cmd[-2:] == ["--knee-p99-ms", "250.0"]
+    assert analysis_cli.build_parser().parse_args(cmd[3:]).knee_p99_ms == 250
+    assert knee_bound({}) == KNEE_P99_MS
+    assert "--knee-p99-ms" not in report_command(tmp_path)  # a closed-model report: the analysis' default
 
 
 # --- the sweep's settings ------------------------------------------------------------------------------
@@ -233,7 +255,7 @@ def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     run = open_model.load(tmp_path / "k")
     assert run.summary.arrival_rate == "40; 40@5s; 80@0s; 80@5s; 120@0s; 120@5s"
-    k = open_knee.knee(run)
+    k = open_knee.open_model_knee(run)
     assert k is not None and k.rate == 80, k.steps
     assert k.steps["dropped_ratio"].iloc[-1] > 0.1
     assert k.steps["achieved_rate"].iloc[:2].tolist() == pytest.approx([40, 80], rel=0.01)
@@ -293,7 +315,7 @@ def test_knee_through_compose_splits_the_rate_over_two_workers(tmp_path):
     started = [w.started for w in run.summary.per_worker.values()]
     assert min(started) == pytest.approx(max(started), rel=0.1), run.summary.per_worker
     assert run.summary.dropped_iterations == 0, run.summary
-    k = open_knee.knee(run)
+    k = open_knee.open_model_knee(run)
     assert k is not None and k.failed() is None and k.rate == 40, k.steps  # every step held
     assert k.steps["achieved_rate"].tolist() == pytest.approx([20, 40], rel=0.01)
     report = (run_dir / "analysis" / "report.html").read_text()

@@ -2,7 +2,7 @@
 against the real target -- the rate held across two workers, drops and queueing on a slow target,
 a locustfile of one's own.
 
-The pure parts (core/arrival.py, plugin/hdr.py) are imported here; Locust only runs in subprocesses.
+The pure parts (core/arrival.py, swarmbench/hdr.py) are imported here; Locust only runs in subprocesses.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from swarmbench.analysis import open_model as open_analysis
 from swarmbench.core import folder
 from swarmbench.core.arrival import parse_arrival_rate
 from swarmbench.core.arrival_counts import ArrivalCounts, summarize
+from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.durations import parse_duration
 from swarmbench.core.errors import UsageError
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sections import OpenCapacity
 from swarmbench.core.verdict import judge_open
-from swarmbench.plugin.hdr import AGGREGATED, CSV_COLUMNS, LatencyBook
+from swarmbench.hdr import CSV_COLUMNS, LatencyBook
 from swarmbench.runner.settings import check_arrival as check_settings
 
 PROBE = "tests/fixtures/open_model/report_probe.py"

@@ -21,8 +21,9 @@ from gevent.hub import Waiter
 
 from swarmbench.core.arrival import ArrivalSchedule, Stage
 from swarmbench.core.slots import Slots
+from swarmbench.hdr import LatencyBook, Timeline
 from swarmbench.plugin.alarm import EARLY_S, Alarm
-from swarmbench.plugin.hdr import LatencyBook, Recorder, Timeline
+from swarmbench.plugin.hdr import Recorder
 
 GRACE = 0.001
 

@@ -313,7 +313,7 @@ def test_knee_is_the_first_step_whose_p95_leaves_its_floor():
     import pandas as pd
 
     from swarmbench.analysis import columns as C
-    from swarmbench.analysis.knee import find_knee
+    from swarmbench.analysis.knee import knee_from_steps
 
     table = pd.DataFrame(
         {
@@ -323,7 +323,7 @@ def test_knee_is_the_first_step_whose_p95_leaves_its_floor():
             C.P95_MS: [6.0, 5.0, 8.0, 24.0, 90.0],
         }
     )
-    k = find_knee(table)
+    k = knee_from_steps(table)
     assert k.users == 40 and k.floor_ms == 5.0 and "Knee at 40 users" in k.sentence()
     flat = table.assign(**{C.P95_MS: [6.0, 5.0, 7.0, 8.0, 9.0]})
-    assert find_knee(flat).index is None
+    assert knee_from_steps(flat).index is None

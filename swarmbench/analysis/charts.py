@@ -1,6 +1,8 @@
 """The report's charts: each rendered once to PNG bytes (the same bytes go to the file in OUT and
 to the page), with a title, a caption saying what is drawn and how it was computed, and optionally
-the figures behind it. Pure: no file is written here (cli.py writes them).
+the figures behind it. Every chart of the analysis is a `Chart` made here, from a Figure that
+plots.py, plots_time.py, health.py, open_model.py or open_knee.py returns. Pure: no file is written
+here (cli.py writes them).
 """
 
 from __future__ import annotations
@@ -10,12 +12,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from swarmbench.core.verdict import DROP_LIMIT
+from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS
 
 from . import columns as C
-from . import health, open_knee, open_model, plots
-from .knee import Knee
-from .knee import knee as find_knee
+from . import health, open_knee, open_model, plots, plots_time
+from .knee import Knee, step_load_knee
 from .load import Run
 from .plots import figure_png
 from .scaling import ScalingGroup
@@ -31,21 +32,28 @@ class Chart:
     table: pd.DataFrame | None = None  # figures behind the chart, shown under it (e.g. the knee's steps)
 
 
-def _safe(name: str) -> str:
+def safe_filename(name: str) -> str:
+    """NAME (a run id) as part of a file name: anything but letters, digits and ._+- becomes -."""
     return "".join(ch if ch.isalnum() or ch in "._+-" else "-" for ch in name)
 
 
-def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[ScalingGroup]) -> list[Chart]:
+def render_charts(
+    runs: Sequence[Run],
+    summary: pd.DataFrame,
+    groups: Sequence[ScalingGroup],
+    knee_p99_ms: float = KNEE_P99_MS,
+) -> list[Chart]:
     """Every chart of the report, rendered once (the same bytes go to the PNG file and the page),
-    in the page's order."""
+    in the page's order. KNEE_P99_MS: the open-model knee's intended-start p99 bound (the CLI's
+    --knee-p99-ms)."""
     return [
         *_scaling_charts(groups),
         *_comparison_charts(runs, summary),
         *_knee_charts(runs),
         *_whole_run_charts(summary),
         *_over_time_charts(runs),
-        *(Chart(*c) for c in health.charts(runs)),
-        *_open_model_charts(runs),
+        *_health_charts(runs),
+        *_open_model_charts(runs, knee_p99_ms),
     ]
 
 
@@ -103,7 +111,7 @@ def _comparison_charts(runs: Sequence[Run], summary: pd.DataFrame) -> list[Chart
 
 def _knee_charts(runs: Sequence[Run]) -> list[Chart]:
     """Step-load runs: per-step throughput and latency, the knee (or why there is none)."""
-    knees = [(run, find_knee(run)) for run in runs]
+    knees = [(run, step_load_knee(run)) for run in runs]
     return [_knee_chart(run, k) for run, k in knees if k is not None]
 
 
@@ -112,10 +120,9 @@ def _knee_chart(run: Run, k: Knee) -> Chart:
         " One point per step: its throughput from request counts within the step after settling, its "
         "p50/p95 the median of Locust's ~10 s-window values once that window holds the step alone."
     )
-    png = figure_png(plots.knee_figure(k, run.label))
-    return Chart(
-        f"knee_{_safe(run.run_id)}.png", f"Knee — {run.run_id}", k.sentence() + caption, png, k.table()
-    )
+    png = figure_png(plots_time.knee_figure(k, run.label))
+    name = f"knee_{safe_filename(run.run_id)}.png"
+    return Chart(name, f"Knee — {run.run_id}", k.sentence() + caption, png, k.table())
 
 
 def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
@@ -149,7 +156,7 @@ def _over_time_charts(runs: Sequence[Run]) -> list[Chart]:
             continue
         charts.append(
             Chart(
-                f"over_time_{_safe(run.run_id)}.png",
+                f"over_time_{safe_filename(run.run_id)}.png",
                 f"Over time — {run.run_id}",
                 f"Throughput: differences of Locust's cumulative request counts over "
                 f"{series.attrs['window_s']} s windows (the workers' report interval, "
@@ -157,25 +164,43 @@ def _over_time_charts(runs: Sequence[Run]) -> list[Chart]:
                 "lagging Requests/s column; dotted: partial windows holding the workers' first reports "
                 "or final flush. Percentiles: Locust's, at each window's end; empty windows are gaps. "
                 "The same numbers are in timeseries.csv.",
-                figure_png(plots.over_time_figure(series, run.label)),
+                figure_png(plots_time.over_time_figure(series, run.label)),
             )
         )
     return charts
 
 
-def _open_model_charts(runs: Sequence[Run]) -> list[Chart]:
+def _health_charts(runs: Sequence[Run]) -> list[Chart]:
+    """A workers-over-time chart for each run whose connected load-generator count changed (shown
+    in the report's Run health section, not among the charts: health.is_health_chart)."""
+    return [
+        Chart(
+            f"{health.CHART_PREFIX}{safe_filename(run.run_id)}.png",
+            f"Load generators over time — {run.run_id}",
+            "Connected load generators (run.json's workers_timeline), each change as the master saw "
+            "it; dashed: the count the run expected. Fewer than expected: the lost ones' users were "
+            "not replaced, so the run offered less load than asked.",
+            figure_png(health.workers_figure(run)),
+        )
+        for run in runs
+        if health.workers_changed(run)
+    ]
+
+
+def _open_model_charts(runs: Sequence[Run], knee_p99_ms: float) -> list[Chart]:
     """Open-model (--arrival-rate) runs: offered vs achieved rate, drops and both latency curves,
     with the run in words (rates, drops, the coordinated-omission gap, capacity, the knee of a
-    stepped schedule with its steps as the table) as the caption; then what each worker count sustained."""
+    stepped schedule, its intended-start p99 bound KNEE_P99_MS, with its steps as the table) as the
+    caption; then what each worker count sustained."""
     opened = [(run, open_model.load(run.folder)) for run in runs if open_model.is_open_run(run.folder)]
     if not opened:
         return []
-    out, bound = [], open_knee.p99_bound_ms()
+    out = []
     for run, om in opened:
-        k = open_knee.knee(om, bound)
+        k = open_knee.open_model_knee(om, knee_p99_ms)
         out.append(
             Chart(
-                f"open_model_{_safe(run.run_id)}.png",
+                f"open_model_{safe_filename(run.run_id)}.png",
                 f"Open model — {run.run_id}",
                 " · ".join([*open_model.summary_lines(om), *([k.sentence()] if k else [])]),
                 figure_png(open_model.figure(om, run.run_id)),

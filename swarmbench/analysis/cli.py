@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from swarmbench.core import errors
+from swarmbench.core.verdict import KNEE_P99_MS, knee_p99_ms
 
 from .errors import AnalysisError, AnalysisWarning
 
@@ -65,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep degraded, interrupted and failed runs (run.json status) in the scaling fits",
     )
+    rep.add_argument(
+        "--knee-p99-ms",
+        type=_milliseconds,
+        default=KNEE_P99_MS,
+        metavar="MS",
+        help="open-model knee: a step holds only with its intended-start p99 at most MS "
+        f"(default {KNEE_P99_MS:g}; `swarmbench knee` passes KNEE_P99_MS)",
+    )
     rep.set_defaults(func=cmd_report)
     summ = sub.add_parser("summary", help="print the per-run, per-endpoint table")
     summ.add_argument("paths", nargs="+", metavar="PATH")
@@ -72,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     summ.add_argument("--aggregated", action="store_true", help="only the Aggregated row of each run")
     summ.set_defaults(func=cmd_summary)
     return parser
+
+
+def _milliseconds(text: str) -> float:
+    """--knee-p99-ms: a positive number of milliseconds, '' the default (core's rule for KNEE_P99_MS)."""
+    try:
+        return knee_p99_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,11 +137,12 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     # matplotlib only now: a bad input fails fast, before the slowest import.
     from swarmbench.core.sweepstate import find_sweeps
 
+    from .charts import render_charts
     from .errors import warn
-    from .report import build_report, render_charts
+    from .report import build_report
     from .timeseries import timeseries_table
 
-    charts = render_charts(runs, summary, groups)
+    charts = render_charts(runs, summary, groups, knee_p99_ms=args.knee_p99_ms)
     page = build_report(
         runs,
         summary,

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from . import columns as C
 from .load import Run
-from .plots import figure_png
+from .plots_time import figure
 from .summary import run_status
 
 FIGSIZE = (9.0, 3.2)
@@ -56,7 +56,7 @@ def workers_changed(run: Run) -> bool:
 
 def workers_figure(run: Run) -> Figure:
     """Connected load generators over the run, a step line; the expected count dashed."""
-    fig = Figure(figsize=FIGSIZE, dpi=100, layout="constrained")
+    fig = figure(FIGSIZE)
     ax = fig.add_subplot()
     frame = workers_timeline(run)
     if frame is not None:
@@ -96,32 +96,12 @@ def status_table(runs: Sequence[Run], fitted: Sequence[Run]) -> pd.DataFrame:
 # --- the report's "Run health" section ------------------------------------------------------------
 
 CHART_PREFIX = "workers_"
-"""File-name prefix of the workers-over-time charts: shown in "Run health", not among the charts."""
+"""File-name prefix of the workers-over-time charts (charts.py makes them from workers_figure):
+shown in "Run health", not among the charts."""
 
 
 def is_health_chart(filename: str) -> bool:
     return filename.startswith(CHART_PREFIX)
-
-
-def charts(runs: Sequence[Run]) -> list[tuple[str, str, str, bytes]]:
-    """(file name, title, caption, PNG) of a workers-over-time chart for each run whose connected
-    load-generator count changed."""
-    return [
-        (
-            f"{CHART_PREFIX}{_safe(run.run_id)}.png",
-            f"Load generators over time — {run.run_id}",
-            "Connected load generators (run.json's workers_timeline), each change as the master saw "
-            "it; dashed: the count the run expected. Fewer than expected: the lost ones' users were "
-            "not replaced, so the run offered less load than asked.",
-            figure_png(workers_figure(run)),
-        )
-        for run in runs
-        if workers_changed(run)
-    ]
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._+-" else "-" for ch in name)
 
 
 def section_html(runs: Sequence[Run], groups: Sequence, shown: Sequence, table: Callable) -> list[str]:

@@ -207,7 +207,7 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(finite)) if len(finite) else float("nan")
 
 
-def find_knee(table: pd.DataFrame, verdict: str | None = None, wait_time: str | None = None) -> Knee:
+def knee_from_steps(table: pd.DataFrame, verdict: str | None = None, wait_time: str | None = None) -> Knee:
     """The knee of a steps table (users, rps, p95_ms; p50_ms optional) as described above."""
     t = table.reset_index(drop=True).copy()
     if "rps_per_user" not in t:
@@ -239,7 +239,7 @@ def find_knee(table: pd.DataFrame, verdict: str | None = None, wait_time: str | 
     return Knee(t, index, floor, per_user, verdict, confirm_pending=pending, wait_time=wait_time)
 
 
-def knee(run: Run) -> Knee | None:
+def step_load_knee(run: Run) -> Knee | None:
     """The knee of a step-load run (>= MIN_STEPS user levels in its history)."""
     table = steps(run)
-    return None if table is None else find_knee(table, run_verdict(run), run.meta.wait_time)
+    return None if table is None else knee_from_steps(table, run_verdict(run), run.meta.wait_time)

@@ -4,7 +4,8 @@
 A step is HELD when, over its seconds after SETTLE_S:
 - under 1 % of its scheduled iterations were dropped (core/arrival.DROP_LIMIT),
 - the iterations started reach the offered rate within 1 % (the generators kept their schedule),
-- and, for the knee, the intended-start p99 stays under a bound (KNEE_P99_MS). The step's p99 is the
+- and, for the knee, the intended-start p99 stays under a bound (the report's --knee-p99-ms, which
+  `swarmbench knee` sets from KNEE_P99_MS). The step's p99 is the
   highest of its seconds' p99s: an upper bound of the p99 over all its samples (every second has 99 %
   of its samples at or below its own p99, so the union has 99 % at or below the highest), so a
   "held" never overstates.
@@ -15,16 +16,13 @@ was not is luck, not capacity. Pure: no file is written here.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from swarmbench.core.arrival import Hold, holds, parse_arrival_rate
-from swarmbench.core.errors import InputError
-from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS, knee_p99_ms
+from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS
 
 from .open_model import OpenRun
 from .plots_time import figure as _figure
@@ -45,14 +43,6 @@ STEP_COLUMNS = (
     "held",
     "why_not",
 )
-
-
-def p99_bound_ms(env: Mapping[str, str] | None = None) -> float:
-    """KNEE_P99_MS from ENV (default os.environ), else core's default; InputError naming it when bad."""
-    try:
-        return knee_p99_ms((os.environ if env is None else env).get("KNEE_P99_MS", ""))
-    except ValueError as e:
-        raise InputError("KNEE_P99_MS", str(e)) from None
 
 
 def _judge(hold: Hold, rows: pd.DataFrame, bound_ms: float | None) -> dict:
@@ -138,13 +128,13 @@ MIN_STEPS = 2
 """Fewer constant-rate steps than this is one offered rate, not a knee search."""
 
 
-def knee(run: OpenRun, bound_ms: float | None = None) -> OpenKnee | None:
-    """The open-model knee of a stepped schedule; None when the schedule has fewer than MIN_STEPS."""
-    bound = KNEE_P99_MS if bound_ms is None else bound_ms
-    steps = step_table(run, bound)
+def open_model_knee(run: OpenRun, bound_ms: float = KNEE_P99_MS) -> OpenKnee | None:
+    """The open-model knee of a stepped schedule, its steps' intended-start p99 bounded by BOUND_MS;
+    None when the schedule has fewer than MIN_STEPS."""
+    steps = step_table(run, bound_ms)
     if len(steps) < MIN_STEPS:
         return None
-    return OpenKnee(steps, highest_held(steps), bound)
+    return OpenKnee(steps, highest_held(steps), bound_ms)
 
 
 def sustained_rate(run: OpenRun) -> dict:

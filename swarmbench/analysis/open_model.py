@@ -18,7 +18,7 @@ from swarmbench.core import folder
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sections import LatencyFigures, OpenCapacity, OpenLatency, OpenModel
 from swarmbench.core.verdict import judge_open
-from swarmbench.plugin.hdr import LatencyBook
+from swarmbench.hdr import LatencyBook
 
 from .errors import InputError
 from .plots_time import figure as _figure

@@ -1,4 +1,5 @@
 """Charts as matplotlib Figures: built and returned, never shown or saved here (the caller decides).
+Scaling, latency and comparison charts; the charts over time and per step are plots_time.py's.
 
 Figures are created with `matplotlib.figure.Figure` directly, not pyplot: no global figure
 registry to leak memory across many charts, no GUI backend; `fig.savefig` renders with Agg.
@@ -17,9 +18,7 @@ from matplotlib.figure import Figure
 from . import columns as C
 from .plots_time import PCT_STYLE
 from .plots_time import figure as _figure
-from .plots_time import knee_figure as knee_figure  # charts over time / per step live there
 from .plots_time import message as _message
-from .plots_time import over_time_figure as over_time_figure
 from .scaling import ScalingGroup
 
 AMDAHL_COLOR, USL_COLOR, IDEAL_COLOR = "#2ca02c", "#9467bd", "#7f7f7f"

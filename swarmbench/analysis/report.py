@@ -21,12 +21,10 @@ from swarmbench.core.verdict import legend as verdict_legend
 from . import columns as C
 from . import health
 from .bottleneck import run_bottleneck
-from .charts import Chart, render_charts
+from .charts import Chart
 from .load import Run
 from .scaling import ScalingGroup
 from .summary import failures_table, settings_table
-
-__all__ = ["Chart", "build_report", "render_charts"]
 
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:

@@ -39,11 +39,12 @@ from swarmbench.core.arrival_counts import (
     generator_iterations,
     summarize,
 )
+from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.durations import parse_duration
 from swarmbench.core.sections import LatencyFigures, OpenLatency, OpenModel
+from swarmbench.hdr import TIMELINE_COLUMNS, LatencyBook, Timeline, percentile_ms
 
 from .errors import die
-from .hdr import AGGREGATED, TIMELINE_COLUMNS, LatencyBook, Timeline, percentile_ms
 from .pool import Pool, install_users
 
 logger = logging.getLogger("swarmbench")

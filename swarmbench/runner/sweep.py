@@ -28,8 +28,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.core import exits
+from swarmbench.core import exits, verdict
 from swarmbench.core.arrival import holds, parse_arrival_rate
+from swarmbench.core.errors import UsageError
 from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
 
 from . import settings as S
@@ -85,6 +86,7 @@ def run_sweep(
     (Long on purpose: setup, the point loop and its one `finally` that records the sweep's state
     must stay together, so an interruption anywhere still writes sweep.json.)"""
     env = dict(environ)
+    bound = knee_bound(env) if s.arrival_rate else None  # a bad KNEE_P99_MS fails now, not at the report
     root = results_dir(env)
     sweep_dir = root / s.sweep_id
     points = load_state(sweep_dir, s) if sweep_dir.exists() else plan(s)
@@ -98,7 +100,7 @@ def run_sweep(
     if not todo:
         print(f"swarmbench: sweep {s.sweep_id}: all {len(points)} points already done; nothing to run")
         if report and not (sweep_dir / REPORT_DIR / "report.html").exists():
-            return 0 if make_report(sweep_dir) == 0 else 1
+            return 0 if make_report(sweep_dir, knee_p99_ms=bound) == 0 else 1
         return 0
     runner: PointRunner = point_runner(s, sweep_dir, env)
     engine = env.get("ENGINE") or "compose"
@@ -142,7 +144,7 @@ def run_sweep(
         return exits.INTERRUPTED_SIGINT
     for p in failed:
         print(f"swarmbench: point {p.id} failed: {p.reason}", file=sys.stderr)
-    if report and done and make_report(sweep_dir) != 0:
+    if report and done and make_report(sweep_dir, knee_p99_ms=bound) != 0:
         return 1
     return 1 if failed else 0
 
@@ -219,11 +221,33 @@ def analysis_python() -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def make_report(folder: Path, out: Path | None = None, title: str | None = None) -> int:
-    """`python -m analysis report FOLDER -o OUT` (default: the sweep's report/ folder)."""
+def knee_bound(env: Mapping[str, str]) -> float:
+    """The open-model knee's intended-start p99 bound in ms: KNEE_P99_MS, else core's default.
+    The analysis reads no environment: the runner passes it on as --knee-p99-ms."""
+    try:
+        return verdict.knee_p99_ms(env.get("KNEE_P99_MS", ""))
+    except ValueError as e:
+        raise UsageError(f"KNEE_P99_MS: {e}") from None
+
+
+def report_command(
+    folder: Path, out: Path | None = None, title: str | None = None, knee_p99_ms: float | None = None
+) -> list[str]:
+    """`python -m analysis report FOLDER -o OUT` (default: the sweep's report/ folder), with
+    `--knee-p99-ms` for open-model runs (None: the analysis' default)."""
     out = out or folder / REPORT_DIR
     cmd = [analysis_python(), "-m", "analysis", "report", str(folder), "-o", str(out)]
     cmd += ["--title", title or f"Swarmbench sweep {folder.name}"]
+    if knee_p99_ms is not None:
+        cmd += ["--knee-p99-ms", str(knee_p99_ms)]  # exact: repr of the float
+    return cmd
+
+
+def make_report(
+    folder: Path, out: Path | None = None, title: str | None = None, knee_p99_ms: float | None = None
+) -> int:
+    """Run report_command(...); 0 when the report was written."""
+    cmd = report_command(folder, out, title, knee_p99_ms)
     print(f"swarmbench: python {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
     code = subprocess.run(cmd, cwd=ROOT).returncode
     if code != 0:

@@ -1,0 +1,242 @@
+"""Exact latency percentiles: HDR histograms per request name, merged across load generators.
+
+Locust keeps response times rounded to 2 significant digits (10 ms buckets above 100 ms, 100 ms
+above 1 s), so its p99 can exceed its max and percentiles of different workers cannot be combined
+exactly. An HDR histogram keeps 3 significant digits over 1 µs .. 1 h in fixed memory and adds up
+losslessly, so the master's histogram of two workers IS the histogram of all their samples.
+
+Two kinds per request name (KINDS): `service`, Locust's own response time, and `intended`, the time
+from the iteration's intended start (open model, core/arrival.py) to the end of the request: the
+latency a user arriving on schedule saw, queueing for a free user included (what a closed-loop
+test hides: coordinated omission).
+
+Shared by the plugin and the analysis, so neither imports the other: encoding, decoding, merging
+and percentiles, with no Locust or gevent (only the `hdrhistogram` package and swarmbench.core).
+The load generator's hot path, the Recorder that batches samples into these histograms, is the
+plugin's (plugin/hdr.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from swarmbench.core.checks import AGGREGATED
+
+SIGNIFICANT_FIGURES = 3
+"""Decimal digits kept: values within 0.1 % (1 µs at 1 ms, 1 ms at 1 s); more digits double memory."""
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000
+"""Trackable range in microseconds: 1 µs to one hour (longer samples are recorded as one hour)."""
+
+KINDS = ("service", "intended")
+
+PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
+CSV_COLUMNS = ("type", "name", "kind", "count") + tuple(f"p{p:g}_ms" for p in PERCENTILES) + ("max_ms",)
+"""Columns of locust_latency_hdr.csv (folder.LATENCY_HDR_CSV), milliseconds."""
+
+FORMAT_VERSION = 1
+"""Of the encoded-histogram JSON file; bumped if its layout changes."""
+
+Key = tuple[str, str, str]  # (request type, name, kind)
+
+
+def to_us(ms: float) -> int:
+    """Milliseconds (Locust's unit) to whole microseconds (the histograms'), rounded half up."""
+    return int(ms * 1000 + 0.5)
+
+
+def clamped(us: int) -> int:
+    """Within the trackable range: longer samples count as one hour, shorter as 1 µs."""
+    return min(HIGHEST_US, max(LOWEST_US, us))
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
+
+
+class LatencyBook:
+    """Histograms keyed by (request type, name, kind); values recorded in microseconds."""
+
+    def __init__(self) -> None:
+        self.hists: dict[Key, HdrHistogram] = {}
+
+    def _hist(self, key: Key) -> HdrHistogram:
+        hist = self.hists.get(key)
+        if hist is None:
+            hist = self.hists[key] = new_histogram()
+        return hist
+
+    def record(self, request_type: str, name: str, kind: str, ms: float) -> None:
+        self._hist((request_type, name, kind)).record_value(clamped(to_us(ms)))
+
+    def record_counts(self, request_type: str, name: str, kind: str, counts: Counter[int]) -> None:
+        """Add COUNTS {microseconds: how many} at once (the plugin's Recorder batches)."""
+        _add_counts(self._hist((request_type, name, kind)), counts)
+
+    def __bool__(self) -> bool:
+        return any(h.get_total_count() for h in self.hists.values())
+
+    # --- shipping: encoded deltas, merged on the master ---
+
+    def encode(self) -> list[dict[str, Any]]:
+        """JSON/msgpack-safe: one entry per non-empty histogram, its HdrHistogram base64 encoding."""
+        return [
+            {"type": t, "name": n, "kind": k, "hdr": h.encode().decode("ascii")}
+            for (t, n, k), h in sorted(self.hists.items())
+            if h.get_total_count()
+        ]
+
+    def take(self) -> list[dict[str, Any]]:
+        """encode() and start over: what a worker ships with each stats report (a delta)."""
+        out = self.encode()
+        self.hists.clear()
+        return out
+
+    def merge(self, encoded: Iterable[dict[str, Any]]) -> None:
+        """Add histograms another process encoded; ValueError on a malformed entry."""
+        for entry in encoded:
+            key = (str(entry["type"]), str(entry["name"]), str(entry["kind"]))
+            hist = HdrHistogram.decode(entry["hdr"].encode("ascii"))
+            if key in self.hists:
+                self.hists[key].add(hist)
+            else:
+                mine = self.hists[key] = new_histogram()
+                mine.add(hist)
+
+    def aggregated(self, kind: str) -> HdrHistogram:
+        """All request names of KIND in one histogram."""
+        total = new_histogram()
+        for (_t, _n, k), h in self.hists.items():
+            if k == kind:
+                total.add(h)
+        return total
+
+    # --- the run folder ---
+
+    def rows(self) -> list[dict[str, Any]]:
+        """CSV rows: each (type, name, kind), sorted, then one Aggregated row per kind."""
+        keyed = sorted(self.hists.items(), key=lambda kv: (kv[0][1], kv[0][0], KINDS.index(kv[0][2])))
+        out = [summary_row(t, n, k, h) for (t, n, k), h in keyed if h.get_total_count()]
+        for kind in KINDS:
+            total = self.aggregated(kind)
+            if total.get_total_count():
+                out.append(summary_row("", AGGREGATED, kind, total))
+        return out
+
+    def write_csv(self, path: Path) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+            writer.writeheader()
+            writer.writerows(self.rows())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "unit": "us",
+            "significant_figures": SIGNIFICANT_FIGURES,
+            "histograms": self.encode(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LatencyBook:
+        book = cls()
+        book.merge(data.get("histograms") or [])
+        return book
+
+    @classmethod
+    def read(cls, path: Path) -> LatencyBook:
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def percentile_ms(hist: HdrHistogram, p: float) -> float:
+    return round(hist.get_value_at_percentile(p) / 1000, 3)
+
+
+def summary_row(request_type: str, name: str, kind: str, hist: HdrHistogram) -> dict[str, Any]:
+    row: dict[str, Any] = {"type": request_type, "name": name, "kind": kind, "count": hist.get_total_count()}
+    for col, p in zip(CSV_COLUMNS[4:9], PERCENTILES, strict=True):
+        row[col] = percentile_ms(hist, p)
+    row["max_ms"] = round(hist.get_max_value() / 1000, 3)
+    return row
+
+
+class Timeline:
+    """Per second of the run, one histogram per kind over all request names: the latency curves.
+
+    Generators record and ship encoded deltas; the master keeps them encoded (a few hundred bytes
+    each, where a live histogram is ~200 KB) and decodes one second at a time when it writes.
+    """
+
+    def __init__(self) -> None:
+        self.live: dict[int, dict[str, HdrHistogram]] = {}
+        self.encoded: dict[int, dict[str, list[str]]] = {}
+
+    def _hist(self, second: int, kind: str) -> HdrHistogram:
+        kinds = self.live.setdefault(second, {})
+        hist = kinds.get(kind)
+        if hist is None:
+            hist = kinds[kind] = new_histogram()
+        return hist
+
+    def record(self, second: int, kind: str, ms: float) -> None:
+        self._hist(second, kind).record_value(clamped(to_us(ms)))
+
+    def record_counts(self, second: int, kind: str, counts: Counter[int]) -> None:
+        """Add COUNTS {microseconds: how many} at once (the plugin's Recorder batches)."""
+        _add_counts(self._hist(second, kind), counts)
+
+    def take(self) -> dict[str, dict[str, str]]:
+        out = {
+            str(s): {k: h.encode().decode("ascii") for k, h in kinds.items()}
+            for s, kinds in self.live.items()
+        }
+        self.live.clear()
+        return out
+
+    def merge(self, shipped: dict[str, dict[str, str]]) -> None:
+        for second, kinds in shipped.items():
+            mine = self.encoded.setdefault(int(second), {})
+            for kind, text in kinds.items():
+                mine.setdefault(kind, []).append(text)
+
+    def percentile_between(self, kind: str, first: int, last: int, p: float) -> float | None:
+        """P-th percentile (ms) of KIND over seconds FIRST..LAST-1 merged (None without samples)."""
+        hist = new_histogram()
+        for second, kinds in self.encoded.items():
+            if first <= second < last:
+                for text in kinds.get(kind, []):
+                    hist.add(HdrHistogram.decode(text.encode("ascii")))
+        return percentile_ms(hist, p) if hist.get_total_count() else None
+
+    def percentiles(self) -> dict[int, dict[str, Any]]:
+        """{second: {"<kind>_count", "<kind>_p50_ms", "<kind>_p99_ms"}} for every second with samples."""
+        out: dict[int, dict[str, Any]] = {}
+        for second, kinds in sorted(self.encoded.items()):
+            row: dict[str, Any] = {}
+            for kind in KINDS:
+                hist = new_histogram()
+                for text in kinds.get(kind, []):
+                    hist.add(HdrHistogram.decode(text.encode("ascii")))
+                count = hist.get_total_count()
+                row[f"{kind}_count"] = count
+                row[f"{kind}_p50_ms"] = percentile_ms(hist, 50) if count else ""
+                row[f"{kind}_p99_ms"] = percentile_ms(hist, 99) if count else ""
+            out[second] = row
+        return out
+
+
+def _add_counts(hist: HdrHistogram, counts: Counter[int]) -> None:
+    for us, n in counts.items():
+        hist.record_value(clamped(us), n)
+
+
+TIMELINE_COLUMNS = tuple(f"{kind}_{stat}" for kind in KINDS for stat in ("count", "p50_ms", "p99_ms"))
+"""The latency columns Timeline.percentiles() adds to each second of locust_arrival.csv."""
