@@ -132,6 +132,8 @@ def slow_count() -> tuple[int, str]:
 
 
 def run_probes(label: str, binary: Path, env: dict[str, str], quick: bool, tmp: Path) -> list[Result]:
+    """Every memory probe against one target process, in the order the table prints them.
+    (Long on purpose: each probe's window must sit inside the one try/finally that stops the target.)"""
     results: list[Result] = []
     target = Target(binary, env, tmp / f"{label.split()[0]}.log")
     sampler = RssSampler(target.proc.pid)
