@@ -50,32 +50,29 @@ def md_files(root: Path = ROOT) -> list[Path]:
     return sorted(p for p in files if p.is_file())
 
 
-def prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) outside fenced code blocks: a `#` comment in a shell block is no heading,
-    a `[x](y)` in a code sample no link."""
-    lines, fenced = [], None
-    for n, line in enumerate(text.splitlines(), 1):
-        m = FENCE.match(line)
-        if m and (fenced is None or m[1] == fenced):
-            fenced = m[1] if fenced is None else None
-            continue
-        if fenced is None:
-            lines.append((n, line))
-    return lines
-
-
-def code_snippets(text: str) -> list[tuple[int, str]]:
-    """(line number, code): every line of a fenced block, and every inline code span of the prose."""
+def numbered_lines(text: str) -> list[tuple[int, str, bool]]:
+    """(line number, line, inside a fenced code block) for every line but the fences themselves."""
     out, fenced = [], None
     for n, line in enumerate(text.splitlines(), 1):
         m = FENCE.match(line)
         if m and (fenced is None or m[1] == fenced):
             fenced = m[1] if fenced is None else None
             continue
-        if fenced is not None:
-            out.append((n, line))
-        else:
-            out.extend((n, span[2]) for span in INLINE_CODE.finditer(line))
+        out.append((n, line, fenced is not None))
+    return out
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks: a `#` comment in a shell block is no heading,
+    a `[x](y)` in a code sample no link."""
+    return [(n, line) for n, line, code in numbered_lines(text) if not code]
+
+
+def code_snippets(text: str) -> list[tuple[int, str]]:
+    """(line number, code): every line of a fenced block, and every inline code span of the prose."""
+    out = []
+    for n, line, code in numbered_lines(text):
+        out.extend([(n, line)] if code else ((n, span[2]) for span in INLINE_CODE.finditer(line)))
     return out
 
 

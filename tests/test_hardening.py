@@ -10,6 +10,7 @@ test_hardening_host.py.
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import stat
@@ -17,7 +18,7 @@ import subprocess
 import uuid
 
 import pytest
-from _hardening import error_lines, snapshot, swarmbench
+from _hardening import HARDENING, error_lines, snapshot, swarmbench
 from conftest import ROOT
 from make_runs import compose_env
 
@@ -63,21 +64,13 @@ def test_make_variables_are_never_run_by_a_shell(tmp_path, target, variable, val
 # --- settings and thresholds: one line, exit 2, before anything starts -------------------------
 
 
-SETTINGS_CASES = [
-    ({"LOCUST_HOST": "http://localhost:8080"}, "use http://host.docker.internal:8080 "),
-    ({"LOCUST_HOST": "https://127.0.0.1/api"}, "127.0.0.1 is the container itself: use https://host.docker.internal/api"),
-    ({"LOCUST_HOST": "http://[::1]:9000"}, "use http://host.docker.internal:9000"),
-    ({"LOCUST_HOST": "http://api.localhost:81"}, "use http://host.docker.internal:81"),
-    ({"LOCUST_HOST": "http://bot:pa55@example.com"}, "LOCUST_HOST must not contain credentials"),
-    ({"WORKERS": "0"}, "WORKERS='0' must be at least 1"),
-    ({"LOCUST_RUN_TIME": "soon"}, "LOCUST_RUN_TIME='soon' is not a duration"),
-    ({"LOCUST_CHECKS": "p95<fast"}, "LOCUST_CHECKS: 'p95<fast': 'fast' is not a number"),
-    ({"LOCUST_CHECKS": "p95<inf"}, "the limit must be a finite number >= 0"),
-    ({"LOCUST_CHECKS": "fail_ratio<2"}, "fail_ratio is a fraction from 0 to 1"),
-    ({"SWARMBENCH_HEADERS_FILE": "/nonexistent/h"}, "SWARMBENCH_HEADERS_FILE='/nonexistent/h' is not a file"),
-    ({"SWARMBENCH_UID": "0"}, "SWARMBENCH_UID=0 would run the containers as root; set SWARMBENCH_ALLOW_ROOT"),
-    ({"SWARMBENCH_UID": "me"}, "SWARMBENCH_UID='me' is not a numeric user/group id"),
-]  # fmt: skip
+def settings_cases() -> list[tuple[dict[str, str], str]]:
+    """Bad settings and the one line each must produce (fixtures/hardening/bad_settings.csv)."""
+    with open(HARDENING / "bad_settings.csv", newline="", encoding="utf-8") as f:
+        return [({r["variable"]: r["value"]}, r["message"]) for r in csv.DictReader(f)]
+
+
+SETTINGS_CASES = settings_cases()
 
 
 @pytest.mark.parametrize(("settings", "message"), SETTINGS_CASES)

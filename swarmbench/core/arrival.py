@@ -96,6 +96,35 @@ class ArrivalSchedule:
         return "; ".join(first + [f"{s.rate:g}@{s.duration_s:g}s" for s in self.stages])
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A constant offered rate from T0 to T1 seconds of the schedule (T1 = inf: until the run ends)."""
+
+    rate: float
+    t0: float
+    t1: float
+
+
+def holds(schedule: ArrivalSchedule) -> list[Hold]:
+    """The schedule's constant-rate parts, in order, the last one open-ended; ramps are no step.
+    A rate of 0 offers nothing to judge and is left out."""
+    out: list[Hold] = []
+    rate, t0 = schedule.start_rate, 0.0
+    for st in schedule.stages:
+        if st.duration_s > 0 and st.rate == rate and rate > 0:
+            if out and out[-1].rate == rate and out[-1].t1 == t0:  # '100; 100@10s; 100@10s' is one step
+                out[-1] = Hold(rate, out[-1].t0, t0 + st.duration_s)
+            else:
+                out.append(Hold(rate, t0, t0 + st.duration_s))
+        rate, t0 = st.rate, t0 + st.duration_s
+    if rate > 0:
+        if out and out[-1].rate == rate and out[-1].t1 == t0:
+            out[-1] = Hold(rate, out[-1].t0, math.inf)
+        else:
+            out.append(Hold(rate, t0, math.inf))
+    return out
+
+
 def _rate(text: str) -> float:
     word = text.strip().removesuffix("/s").strip()
     try:
@@ -133,32 +162,3 @@ def parse_arrival_rate(spec: str) -> ArrivalSchedule:
     if schedule.start_rate == 0 and all(s.rate == 0 for s in stages):
         raise ValueError(f"invalid arrival rate {spec!r}: every rate is 0, nothing would be sent")
     return schedule
-
-
-@dataclass(frozen=True)
-class Hold:
-    """A constant offered rate from T0 to T1 seconds of the schedule (T1 = inf: until the run ends)."""
-
-    rate: float
-    t0: float
-    t1: float
-
-
-def holds(schedule: ArrivalSchedule) -> list[Hold]:
-    """The schedule's constant-rate parts, in order, the last one open-ended; ramps are no step.
-    A rate of 0 offers nothing to judge and is left out."""
-    out: list[Hold] = []
-    rate, t0 = schedule.start_rate, 0.0
-    for st in schedule.stages:
-        if st.duration_s > 0 and st.rate == rate and rate > 0:
-            if out and out[-1].rate == rate and out[-1].t1 == t0:  # '100; 100@10s; 100@10s' is one step
-                out[-1] = Hold(rate, out[-1].t0, t0 + st.duration_s)
-            else:
-                out.append(Hold(rate, t0, t0 + st.duration_s))
-        rate, t0 = st.rate, t0 + st.duration_s
-    if rate > 0:
-        if out and out[-1].rate == rate and out[-1].t1 == t0:
-            out[-1] = Hold(rate, out[-1].t0, math.inf)
-        else:
-            out.append(Hold(rate, t0, math.inf))
-    return out

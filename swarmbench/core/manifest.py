@@ -110,27 +110,14 @@ class RunManifest(Record):
         a run.json older than `status` counts as complete)."""
         return self.status not in (None, COMPLETE)
 
-    @property
-    def store(self) -> str | None:
-        return self.target.store if self.target else None
-
-    @property
-    def sweep_mode(self) -> str | None:
-        return self.sweep.mode if self.sweep else None
-
-    @property
-    def repeat(self) -> int | None:
-        return self.sweep.repeat if self.sweep else None
-
-    @property
-    def requests(self) -> int | None:
-        """Locust's final request count (totals), None when not recorded."""
-        return self.totals.requests if self.totals else None
-
-    @property
-    def verdict(self) -> str | None:
-        """The bottleneck verdict the plugin recorded, None without one."""
-        return self.bottleneck.verdict if self.bottleneck else None
+    # One field of an optional section, None where the section is missing.
+    store = property(lambda self: self.target.store if self.target else None, doc="The target's store.")
+    sweep_mode = property(lambda self: self.sweep.mode if self.sweep else None, doc="strong or weak.")
+    repeat = property(lambda self: self.sweep.repeat if self.sweep else None, doc="The sweep repeat.")
+    requests = property(lambda self: self.totals.requests if self.totals else None, doc="Locust's count.")
+    verdict = property(
+        lambda self: self.bottleneck.verdict if self.bottleneck else None, doc="The bottleneck."
+    )
 
     def last_event(self, kind: str) -> str | None:
         """The detail of the last event of KIND (e.g. status.RUN_END: the status and why)."""
