@@ -49,6 +49,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from swarmbench.core import folder
+from swarmbench.core.manifest import RunManifest
+from swarmbench.core.sections import OpenModel
 from swarmbench.runner.net import free_port
 from swarmbench.runner.net import wait_http_or_raise as wait_http
 
@@ -146,29 +149,29 @@ def run_swarmbench(
     if res.returncode != 0:
         sys.exit(f"bench_open_model: Locust failed ({mode}, {rate:g}/s):\n{res.stderr[-2000:]}")
     run_dir = out / run_id
-    manifest = json.loads((run_dir / "run.json").read_text())
-    cpu = (manifest.get("worker_cpu") or {}).get("mean_percent")
-    requests = manifest["totals"]["requests"]
+    manifest = RunManifest.read(run_dir / folder.MANIFEST)
+    cpu = manifest.worker_cpu.mean_percent if manifest.worker_cpu else None
+    requests, duration = manifest.requests or 0, manifest.duration_s or 1.0
     figures = {
-        "requests_per_s": requests / manifest["duration_s"],
+        "requests_per_s": requests / duration,
         "cpu": cpu,
         # the process's own CPU seconds during the test (plugin/cpu.py), not its start-up
-        "per_cpu_s": requests / (manifest["duration_s"] * cpu / 100) if cpu else None,
+        "per_cpu_s": requests / (duration * cpu / 100) if cpu else None,
     }
     if mode != "open":
         return {**figures, "achieved": figures["requests_per_s"], **locust_percentiles(run_dir)}
-    om = manifest["open_model"]
+    om = manifest.open_model or OpenModel()
     with open(run_dir / "locust_latency_hdr.csv", newline="") as f:
         agg = {r["kind"]: r for r in csv.DictReader(f) if r["name"] == "Aggregated"}
     return {
         **figures,
-        "achieved": om["achieved_rate"],
+        "achieved": om.achieved_rate,
         "p50": float(agg["service"]["p50_ms"]),
         "p99": float(agg["service"]["p99_ms"]),
         "ip50": float(agg["intended"]["p50_ms"]),
         "ip99": float(agg["intended"]["p99_ms"]),
-        "dropped": om["dropped_iterations"],
-        "dropped_ratio": om["dropped_ratio"] or 0.0,
+        "dropped": om.dropped_iterations,
+        "dropped_ratio": om.dropped_ratio or 0.0,
     }
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import shutil
 import statistics
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from swarmbench.core import folder, target
 from swarmbench.core.launch import Launch
+from swarmbench.core.manifest import RunManifest
 from swarmbench.runner.net import free_port
 from swarmbench.runner.net import wait_http_or_raise as wait_http
 from swarmbench.runner.paths import ROOT
@@ -138,17 +138,17 @@ def report(rows: list[tuple], run_dir: Path, url: str, args: argparse.Namespace)
         worst = max(worst, pct) if name != "target" else worst
         print(f"{name:<10} {start:>9.1f} {end:>9.1f} {pct:>+7.1f}%")
     snap = target.scrape(url)
-    served = target.delta(target.TargetSnapshot(), snap)["album_requests"] if snap else None
+    served = target.delta(target.TargetSnapshot(), snap).album_requests if snap else None
     posts = snap.requests.get("POST /albums") if snap else None
-    m = json.loads((run_dir / folder.MANIFEST).read_text()) if (run_dir / folder.MANIFEST).is_file() else {}
+    path = run_dir / folder.MANIFEST
+    m = RunManifest.read(path) if path.is_file() else RunManifest()
     n = csv_total(run_dir)
-    exact = n is not None and n == (m.get("totals") or {}).get("requests") == served
+    exact = n is not None and n == m.requests == served
     print(f"(the target holds the seed albums plus {posts} POSTed ones: its growth is its data)")
     print(f"Locust workers/master worst growth: {worst:+.1f}% (goal <= {GOAL_PERCENT:g}%)")
-    recorded = (m.get("totals") or {}).get("requests")
     verdict = "exact" if exact else "NOT EXACT"
-    print(f"counts: CSV {n}, run.json {recorded}, target served {served}: {verdict}")
-    print(f"run.json: status {m.get('status')}, exit code {m.get('exit_code')}")
+    print(f"counts: CSV {n}, run.json {m.requests}, target served {served}: {verdict}")
+    print(f"run.json: status {m.status}, exit code {m.exit_code}")
     return 0 if exact and worst <= GOAL_PERCENT else 1
 
 
