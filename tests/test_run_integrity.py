@@ -23,6 +23,7 @@ from runs import assert_complete_folder, only_run, stats, target_album_requests,
 
 from swarmbench.core import exits
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.status import EVENT_KINDS
 from swarmbench.plugin.health import FAILED_RATIO, TARGET_DOWN_S, TARGET_HANG_S, Health
 
 # --- the rules, on their own (pure) ---------------------------------------------------------------
@@ -39,6 +40,7 @@ def test_health_status_rules():
     assert [(p.t_s, p.connected) for p in h.timeline] == [(0.0, 2), (5.0, 1)]
     h.signal(signal.SIGTERM, now=6.0)
     assert h.status(100, 0) == "interrupted" and h.interrupting_signal() == signal.SIGTERM
+    assert {e.kind for e in h.events} <= set(EVENT_KINDS), "an event kind not named in core/status.py"
 
 
 def test_requests_that_hang_are_a_target_that_stopped_answering():
