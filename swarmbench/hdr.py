@@ -27,7 +27,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
+from swarmbench.core.errors import InputError, read_text
 
 SIGNIFICANT_FIGURES = 3
 """Decimal digits kept: values within 0.1 % (1 µs at 1 ms, 1 ms at 1 s); more digits double memory."""
@@ -38,8 +39,9 @@ HIGHEST_US = 3_600_000_000
 
 KINDS = ("service", "intended")
 
-PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
-CSV_COLUMNS = ("type", "name", "kind", "count") + tuple(f"p{p:g}_ms" for p in PERCENTILES) + ("max_ms",)
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+PERCENTILE_COLUMNS = tuple(f"p{p:g}_ms" for p in PERCENTILES)
+CSV_COLUMNS = ("type", "name", "kind", "count", *PERCENTILE_COLUMNS, "max_ms")
 """Columns of locust_latency_hdr.csv (folder.LATENCY_HDR_CSV), milliseconds."""
 
 FORMAT_VERSION = 1
@@ -79,7 +81,7 @@ class LatencyBook:
 
     def record_counts(self, request_type: str, name: str, kind: str, counts: Counter[int]) -> None:
         """Add COUNTS {microseconds: how many} at once (the plugin's Recorder batches)."""
-        _add_counts(self._hist((request_type, name, kind)), counts)
+        add_counts(self._hist((request_type, name, kind)), counts)
 
     def __bool__(self) -> bool:
         return any(h.get_total_count() for h in self.hists.values())
@@ -100,22 +102,28 @@ class LatencyBook:
         self.hists.clear()
         return out
 
-    def merge(self, encoded: Iterable[dict[str, Any]]) -> None:
-        """Add histograms another process encoded; ValueError on a malformed entry."""
-        for entry in encoded:
-            key = (str(entry["type"]), str(entry["name"]), str(entry["kind"]))
-            hist = HdrHistogram.decode(entry["hdr"].encode("ascii"))
-            if key in self.hists:
-                self.hists[key].add(hist)
-            else:
-                mine = self.hists[key] = new_histogram()
-                mine.add(hist)
+    def merge(self, encoded: Iterable[dict[str, Any]], where: str | Path = "histograms") -> None:
+        """Add histograms another process encoded; InputError naming WHERE and the entry's index
+        on a malformed one."""
+        for row, entry in enumerate(encoded, 1):
+            try:
+                key = (str(entry["type"]), str(entry["name"]), str(entry["kind"]))
+                text = entry["hdr"]
+            except (KeyError, TypeError):
+                raise InputError(where, f"histogram {row}: not a type/name/kind/hdr object") from None
+            self.add(key, decode(text, where, f"histogram {row}"))
 
-    def aggregated(self, kind: str) -> HdrHistogram:
-        """All request names of KIND in one histogram."""
+    def add(self, key: Key, hist: HdrHistogram) -> None:
+        mine = self.hists.get(key)
+        if mine is None:
+            mine = self.hists[key] = new_histogram()
+        mine.add(hist)
+
+    def aggregated(self, kind: str, name: str = AGGREGATED) -> HdrHistogram:
+        """All request names of KIND in one histogram (or NAME's, under every request type)."""
         total = new_histogram()
-        for (_t, _n, k), h in self.hists.items():
-            if k == kind:
+        for (_t, n, k), h in self.hists.items():
+            if k == kind and name in (AGGREGATED, n):
                 total.add(h)
         return total
 
@@ -146,25 +154,65 @@ class LatencyBook:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LatencyBook:
+    def from_json(cls, data: Any, where: str | Path = "histograms") -> LatencyBook:
+        if not isinstance(data, dict) or not isinstance(data.get("histograms") or [], list):
+            raise InputError(where, "expected an object with a list of histograms")
         book = cls()
-        book.merge(data.get("histograms") or [])
+        book.merge(data.get("histograms") or [], where)
         return book
 
     @classmethod
     def read(cls, path: Path) -> LatencyBook:
-        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+        """The histograms of a locust_latency_hdr.json; InputError naming it (and the histogram)
+        when it is unreadable, truncated or corrupt."""
+        try:
+            data = json.loads(read_text(path))
+        except json.JSONDecodeError as e:
+            raise InputError(path, f"invalid JSON at line {e.lineno}: {e.msg}") from None
+        return cls.from_json(data, path)
+
+
+def decode(text: Any, where: str | Path, row: str) -> HdrHistogram:
+    """One encoded histogram; InputError naming WHERE and ROW when it is not one (truncated, bad
+    base64, a wrong cookie: hdrh raises a different exception for each)."""
+    try:
+        return HdrHistogram.decode(str(text).encode("ascii"))
+    except Exception as e:  # noqa: BLE001 -- binascii, zlib, struct and hdrh's own errors
+        raise InputError(where, f"{row}: not an encoded HDR histogram ({type(e).__name__})") from None
+
+
+def exact_value(book: LatencyBook, name: str, metric: str, requests: int) -> float | None:
+    """A threshold's latency METRIC (p50 .. p99.9, max) of NAME's service time, in ms; None unless
+    the histograms hold exactly the REQUESTS Locust timed for that name (a generator whose windows
+    were lost would make a percentile of part of the run look like the whole)."""
+    hist = book.aggregated("service", name)
+    if not requests or hist.get_total_count() != requests:
+        return None
+    if metric == "max":
+        return max_ms(hist)
+    return percentile_ms(hist, PERCENTILE_METRICS[metric])
 
 
 def percentile_ms(hist: HdrHistogram, p: float) -> float:
     return round(hist.get_value_at_percentile(p) / 1000, 3)
 
 
+def max_ms(hist: HdrHistogram) -> float:
+    return round(hist.get_max_value() / 1000, 3)
+
+
+def percentile_columns(hist: HdrHistogram, percentiles: tuple[float, ...] = PERCENTILES) -> dict[str, float]:
+    """{"p50_ms": ..., "max_ms": ...} in one pass over the counts (one get_value_at_percentile
+    walks them each time: six walks cost six times as much)."""
+    values = hist.get_percentile_to_value_dict(list(percentiles))
+    out = {f"p{p:g}_ms": round(values[p] / 1000, 3) for p in percentiles}
+    out["max_ms"] = max_ms(hist)
+    return out
+
+
 def summary_row(request_type: str, name: str, kind: str, hist: HdrHistogram) -> dict[str, Any]:
     row: dict[str, Any] = {"type": request_type, "name": name, "kind": kind, "count": hist.get_total_count()}
-    for col, p in zip(CSV_COLUMNS[4:9], PERCENTILES, strict=True):
-        row[col] = percentile_ms(hist, p)
-    row["max_ms"] = round(hist.get_max_value() / 1000, 3)
+    row.update(percentile_columns(hist))
     return row
 
 
@@ -191,7 +239,7 @@ class Timeline:
 
     def record_counts(self, second: int, kind: str, counts: Counter[int]) -> None:
         """Add COUNTS {microseconds: how many} at once (the plugin's Recorder batches)."""
-        _add_counts(self._hist(second, kind), counts)
+        add_counts(self._hist(second, kind), counts)
 
     def take(self) -> dict[str, dict[str, str]]:
         out = {
@@ -233,7 +281,7 @@ class Timeline:
         return out
 
 
-def _add_counts(hist: HdrHistogram, counts: Counter[int]) -> None:
+def add_counts(hist: HdrHistogram, counts: Counter[int]) -> None:
     for us, n in counts.items():
         hist.record_value(clamped(us), n)
 

@@ -84,7 +84,7 @@ def test_several_per_value_and_repeated_values():
 @pytest.mark.parametrize(
     ("expr", "message"),
     [
-        ("p90<300", "unknown metric 'p90' (one of p50, p95, p99, fail_ratio, rps)"),
+        ("p80<300", "unknown metric 'p80' (one of p50, p90, p95, p99, p99.9, max, fail_ratio, rps)"),
         ("avg<300", "unknown metric 'avg'"),
         ("<300", "unknown metric '<300'"),
         ("p95 300", "no comparison operator (use one of < <= > >=)"),
@@ -216,6 +216,12 @@ def probe_run(albums_binary, tmp_path_factory):
     return {c["expr"]: c for c in man["checks"]}, rows, res.stdout, run_dir
 
 
+def exact_rows(run_dir):
+    """locust_latency_hdr.csv's service-time rows keyed by (Type, Name), as locust_stats.csv's."""
+    with open(run_dir / "locust_latency_hdr.csv", newline="") as f:
+        return {(r["type"], r["name"]): r for r in csv.DictReader(f) if r["kind"] == "service"}
+
+
 def test_every_threshold_is_recorded_in_order(probe_run):
     checks, _, _, _ = probe_run
     assert list(checks) == EXPRS
@@ -223,14 +229,16 @@ def test_every_threshold_is_recorded_in_order(probe_run):
     assert broken == ["p99<0", "missing:fail_ratio<0.5", "GET /nope:p95<300"]
 
 
-def test_percentiles_are_those_of_locust_stats_csv(probe_run):
-    checks, rows, _, _ = probe_run
-    total = rows[("", "Aggregated")]
-    assert int(total["Request Count"]) > 100
-    for metric, column in (("p50", "50%"), ("p95", "95%"), ("p99", "99%")):
-        assert checks[f"{metric}<100000"]["measured"] == float(total[column])
+def test_percentiles_are_the_exact_ones_of_the_latency_files(probe_run):
+    checks, rows, _, run_dir = probe_run
+    exact = exact_rows(run_dir)
+    total = exact[("", "Aggregated")]
+    assert int(total["count"]) == int(rows[("", "Aggregated")]["Request Count"]) > 100
+    for metric in ("p50", "p95", "p99"):
+        assert checks[f"{metric}<100000"]["measured"] == float(total[f"{metric}_ms"])
+        assert checks[f"{metric}<100000"]["exact"] is True
     assert checks["GET /albums/{id}:v2:p95<100000"]["measured"] == float(
-        rows[("GET", "GET /albums/{id}:v2")]["95%"]
+        exact[("GET", "GET /albums/{id}:v2")]["p95_ms"]
     )
 
 
@@ -251,7 +259,9 @@ def test_same_name_under_two_methods_is_combined(probe_run):
     both_rps = float(get["Requests/s"]) + float(post["Requests/s"])
     assert checks["shared:rps>0"]["measured"] == pytest.approx(both_rps, abs=2e-3)
     p95 = checks["shared:p95<100000"]["measured"]
-    assert min(float(get["95%"]), float(post["95%"])) <= p95 <= max(float(get["95%"]), float(post["95%"]))
+    exact = exact_rows(probe_run[3])
+    get95, post95 = (float(exact[(m, "shared")]["p95_ms"]) for m in ("GET", "POST"))
+    assert min(get95, post95) <= p95 <= max(get95, post95)
 
 
 def test_unknown_endpoint_fails_with_a_reason_not_a_crash(probe_run):
@@ -273,7 +283,7 @@ def test_console_lines(probe_run):
     lines = [ln for ln in stdout.splitlines() if ln.startswith("swarmbench: check ")]
     assert len(lines) == len(EXPRS)
     p95 = checks["p95<100000"]["measured"]
-    assert f"swarmbench: check PASS p95<100000 (Aggregated): measured {p95:g} ms" in lines
+    assert f"swarmbench: check PASS p95<100000 (Aggregated): measured {p95:g} ms (exact)" in lines
     assert "swarmbench: check FAIL fail_ratio<0.5 (missing): measured 1 (100.00 %)" in lines
     assert any(ln.startswith("swarmbench: check PASS rps>=1 (Aggregated): measured ") for ln in lines)
     assert "swarmbench: 3 of 12 thresholds broken (exit code 3)" in stdout
@@ -289,7 +299,7 @@ def test_junit_xml(probe_run):
     assert list(cases) == EXPRS
     assert cases["p95<100000"].find("failure") is None
     failure = cases["p99<0"].find("failure")
-    assert failure.get("message") == f"measured {checks['p99<0']['measured']:g} ms, limit < 0 ms"
+    assert failure.get("message") == f"measured {checks['p99<0']['measured']:g} ms (exact), limit < 0 ms"
     assert failure.get("type") == "ThresholdBroken"
     assert "no request named" in cases["GET /nope:p95<300"].find("failure").get("message")
 

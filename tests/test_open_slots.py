@@ -22,6 +22,7 @@ from gevent.hub import Waiter
 from swarmbench.core.arrival import ArrivalSchedule, Stage
 from swarmbench.core.slots import Slots
 from swarmbench.hdr import LatencyBook, Timeline
+from swarmbench.hdr_windows import Windows
 from swarmbench.plugin.alarm import EARLY_S, Alarm
 from swarmbench.plugin.hdr import Recorder
 
@@ -152,15 +153,18 @@ def test_batched_recording_equals_recording_each_sample(monkeypatch):
         service = rng.lognormvariate(0.0, 1.5) + (5_000 if i % 1000 == 0 else 0)  # ms, a long tail
         intended = None if i % 7 == 0 else service + rng.expovariate(1.0)
         second = i // 2000
-        recorder.record(name.split()[0], name, service, intended, second)
+        recorder.record(
+            second, name.split()[0], name, service, False, None if intended is None else (intended, second)
+        )
         book.record(name.split()[0], name, "service", service)
         if intended is not None:
             book.record(name.split()[0], name, "intended", intended)
             timeline.record(second, "service", service)
             timeline.record(second, "intended", intended)
-    latency, seconds = recorder.take()
-    merged = LatencyBook()
-    merged.merge(latency)
+    windows, seconds = recorder.take()
+    shipped_windows = Windows()
+    shipped_windows.merge(windows)
+    merged = shipped_windows.totals()
     assert merged.hists.keys() == book.hists.keys()
     for key, hist in book.hists.items():
         assert list(merged.hists[key].counts) == list(hist.counts), key

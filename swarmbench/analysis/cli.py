@@ -1,4 +1,4 @@
-"""`python -m analysis`: report and summary subcommands. The only code here that writes files.
+"""`python -m analysis`: report, summary and checks subcommands. The only code here that writes files.
 
 Errors are one line on stderr, `analysis: error: WHERE: PROBLEM`, exit code 2, no traceback;
 warnings are `analysis: warning: ...` lines and the command goes on.
@@ -80,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     summ.add_argument("--format", choices=("table", "csv"), default="table")
     summ.add_argument("--aggregated", action="store_true", help="only the Aggregated row of each run")
     summ.set_defaults(func=cmd_summary)
+    chk = sub.add_parser(
+        "checks",
+        help="evaluate thresholds on a saved run folder (exit 3 when one is broken)",
+        description="Latency from the run's HDR histograms (exact), else locust_stats.csv (rounded).",
+    )
+    chk.add_argument("run", metavar="RUN", help="one run folder")
+    chk.add_argument("exprs", nargs="+", metavar="EXPR", help="thresholds, e.g. 'p50<108' (docs/ci.md)")
+    chk.set_defaults(func=cmd_checks)
     return parser
 
 
@@ -122,6 +130,22 @@ def cmd_summary(args: argparse.Namespace, _seen: list[str]) -> int:
     with pd.option_context("display.width", 250, "display.max_rows", None, "display.max_columns", None):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}" if abs(v) < 1 else f"{v:.1f}"))
     return 0
+
+
+def cmd_checks(args: argparse.Namespace, _seen: list[str]) -> int:
+    from swarmbench.core.checks import CheckSyntaxError, parse_checks
+    from swarmbench.core.exits import THRESHOLDS_BROKEN
+
+    from .thresholds import evaluate_folder
+
+    try:
+        checks = parse_checks(args.exprs)
+    except CheckSyntaxError as e:
+        die(str(e))
+    outcomes = evaluate_folder(Path(args.run), checks)
+    for outcome in outcomes:
+        print(f"{PROG}: check {outcome.line()}")
+    return 0 if all(o.passed for o in outcomes) else THRESHOLDS_BROKEN
 
 
 def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:

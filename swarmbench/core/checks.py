@@ -6,6 +6,7 @@ the parsed thresholds inside Locust. One grammar, two callers, no copy to drift.
 
     p95<300                      Aggregated p95 below 300 ms
     GET /albums/{id}:p99<=500    one endpoint (its request name, as in locust_stats.csv)
+    p99.9<800; max<2000          the 99.9th percentile, the slowest request
     fail_ratio<0.01              under 1 % of requests failed
     rps>=200                     at least 200 requests/s
 """
@@ -23,12 +24,18 @@ AGGREGATED = "Aggregated"
 
 METRICS: dict[str, str] = {
     "p50": "ms",
+    "p90": "ms",
     "p95": "ms",
     "p99": "ms",
+    "p99.9": "ms",
+    "max": "ms",
     "fail_ratio": "",
     "rps": "req/s",
 }
 """Metric -> unit. Percentiles in ms like Locust's tables; fail_ratio a fraction (0.01 = 1 %)."""
+
+PERCENTILE_METRICS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9}
+"""The percentile metrics, as percents (`max` is the 100th, measured as the largest sample)."""
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
@@ -42,7 +49,7 @@ SEPARATOR = ";"
 JSON-ish values are full of commas, and a ';' never appears in a request name in practice."""
 
 # METRIC OP VALUE after the last ':'; the operator alternatives list the two-character ones first.
-_CONDITION = re.compile(r"^\s*(?P<metric>[A-Za-z_0-9]*)\s*(?P<op><=|>=|==|!=|=|<|>)?\s*(?P<value>.*?)\s*$")
+_CONDITION = re.compile(r"^\s*(?P<metric>[A-Za-z_0-9.]*)\s*(?P<op><=|>=|==|!=|=|<|>)?\s*(?P<value>.*?)\s*$")
 
 
 class CheckSyntaxError(ValueError):

@@ -26,9 +26,14 @@ MANIFEST = "run.json"
 JUNIT_XML = "junit.xml"
 """Thresholds as JUnit XML, for CI test reporters."""
 LATENCY_HDR_CSV = f"{CSV_PREFIX}_latency_hdr.csv"
-"""Open model (--arrival-rate): exact percentiles per request name, service and intended-start."""
+"""Exact percentiles per request (type, name) and Aggregated, of the service time (every run) and,
+with --arrival-rate, of the time since the intended start."""
 LATENCY_HDR_JSON = f"{CSV_PREFIX}_latency_hdr.json"
 """The same HDR histograms, encoded, so an analysis can merge runs exactly."""
+LATENCY_WINDOWS_CSV = f"{CSV_PREFIX}_latency_windows.csv"
+"""The same per 1-second window from the test start, each row with its encoded histogram."""
+LATENCY_FILES = (LATENCY_HDR_CSV, LATENCY_HDR_JSON, LATENCY_WINDOWS_CSV)
+"""What a run recorded with exact latency holds besides RUN_FILES (run.json's `latency` lists them)."""
 ARRIVAL_CSV = f"{CSV_PREFIX}_arrival.csv"
 """Open model: iterations scheduled, started and dropped in each second of the schedule."""
 RUN_FILES = (STATS_CSV, HISTORY_CSV, FAILURES_CSV, EXCEPTIONS_CSV, REPORT_HTML, MANIFEST)

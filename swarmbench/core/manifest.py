@@ -24,6 +24,7 @@ from .sections import (
     CheckOutcome,
     ClassPacing,
     Event,
+    ExactLatency,
     GeneratorCpu,
     HostCpu,
     LoadShape,
@@ -86,10 +87,12 @@ class RunManifest(Record):
     started_from: str | None = choice(STARTED_FROM)
     events: list[Event] | None = None
     workers_timeline: list[WorkersPoint] | None = None
+    latency: ExactLatency | None = None  # exact (HDR) latency files; absent before they existed
 
     OMIT_WHEN_NONE = frozenset(
         {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
         | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
+        | {"latency"}  # runs from before the exact latency files have none
         | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
     )
     """Optional sections: absent from run.json unless the run had them (a run outside a sweep has

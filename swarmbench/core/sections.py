@@ -119,6 +119,9 @@ class CheckOutcome(Record):
     limit: float | None = None
     measured: float | None = None  # None: nothing to measure (no such request name)
     passed: bool | None = None
+    exact: bool | None = None  # latency metrics: True from the HDR histograms, False Locust's rounded
+
+    OMIT_WHEN_NONE = frozenset({"exact"})  # not a latency metric
 
 
 @dataclass
@@ -166,6 +169,24 @@ class Bottleneck(Record):
     verdict: str | None = None
     reason: str | None = None
     inputs: VerdictInputs | None = None
+
+
+# --- exact latency ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ExactLatency(Record):
+    """`latency`: the run recorded HDR histograms of every request (plugin/latency.py), so its
+    percentiles are exact to 3 significant digits, not Locust's 2-digit buckets."""
+
+    window_s: int | None = None  # seconds per window of locust_latency_windows.csv, from the test start
+    format_version: int | None = None  # of the encoded histograms (swarmbench/hdr.py FORMAT_VERSION)
+    significant_figures: int | None = None
+    files: list[str] = field(default_factory=list)  # the latency files this folder holds
+    exact: bool | None = (
+        None  # the histograms hold every request Locust counted (False: a generator's were lost)
+    )
+    requests: int | None = count()  # requests in the histograms (Aggregated, service time)
 
 
 # --- the open model --------------------------------------------------------------------------------

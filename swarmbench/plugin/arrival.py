@@ -3,16 +3,16 @@
 Who does what:
 
     every process   init: parse the schedule (a bad value stops the run with one line)
-    generators      the users wait for iterations from a Pool (pool.py); a request listener
-                    records service and intended-start latency; each stats report carries what
-                    happened since the last one (counts and encoded HDR histograms, deltas)
+    generators      the users wait for iterations from a Pool (pool.py), which tells the
+                    exact-latency recorder (latency.py) each request's intended-start latency;
+                    each stats report carries the counts since the last one (deltas)
     master          from the end of spawning (the pool is ready) to the stop, tells each worker
                     every COORDINATE_INTERVAL_S its share of the rate (its users / all users of
                     the connected workers; equal shares until they report users), its phase, and
                     how far into the schedule the run is; a worker that joins or goes missing
                     changes the shares at the next tick. It sums the reports and, at quitting,
-                    writes locust_latency_hdr.csv/.json, locust_arrival.csv and run.json's
-                    `open_model`
+                    writes locust_arrival.csv and run.json's `open_model` (the latency
+                    files are every run's: latency.py)
     standalone      both roles in one process, without messages
 
 The clock of the schedule is the master's: a worker sets its second 0 from the elapsed time in the
@@ -42,7 +42,7 @@ from swarmbench.core.arrival_counts import (
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.durations import parse_duration
 from swarmbench.core.sections import LatencyFigures, OpenLatency, OpenModel
-from swarmbench.hdr import TIMELINE_COLUMNS, LatencyBook, Timeline, percentile_ms
+from swarmbench.hdr import TIMELINE_COLUMNS, LatencyBook, percentile_ms
 
 from .errors import die
 from .pool import Pool, install_users
@@ -71,8 +71,6 @@ class ArrivalLoad:
         self.runner: Runner | None = None
         self.pool: Pool | None = None  # load generators only
         self.counts = ArrivalCounts()  # master/standalone: the run's sum
-        self.latency = LatencyBook()
-        self.timeline = Timeline()
         self.per_worker: dict[str, ArrivalCounts] = {}
         self.clock0 = 0.0  # time.monotonic() at the schedule's second 0 (master/standalone)
         self.clock0_epoch = 0.0  # the same moment, time.time(): the CSV's timestamps
@@ -106,7 +104,7 @@ class ArrivalLoad:
         self.pool = Pool()
         self.pool.max_wait_s = self.max_wait_s
         install_users(environment.user_classes, self.pool)
-        environment.events.request.add_listener(self.pool.on_request)
+        self.plugin.latency.intended = self.pool.intended  # its requests' intended-start latency
 
     # --- the test -------------------------------------------------------------------------------
 
@@ -181,8 +179,6 @@ class ArrivalLoad:
         counts = report.get("counts") or {}
         self.counts.add_report(counts)
         self.per_worker.setdefault(source, ArrivalCounts()).add_report({**counts, "per_second": {}})
-        self.latency.merge(report.get("latency") or [])
-        self.timeline.merge(report.get("timeline") or {})
 
     # --- the end --------------------------------------------------------------------------------
 
@@ -213,20 +209,20 @@ class ArrivalLoad:
         out = summarize(self.spec, self.schedule, self.counts, getattr(opts, "num_users", None))
         out.max_wait_s = self.max_wait_s
         seconds = len(self.counts.rows())
+        book, timeline = self.plugin.latency.totals(), self.plugin.latency.timeline  # after totals()
         if seconds >= 3:  # is the intended-start latency still growing? (core/verdict.judge_open)
             third = seconds // 3
-            out.intended_p99_first_third_ms = self.timeline.percentile_between("intended", 0, third, 99)
-            out.intended_p99_last_third_ms = self.timeline.percentile_between(
+            out.intended_p99_first_third_ms = timeline.percentile_between("intended", 0, third, 99)
+            out.intended_p99_last_third_ms = timeline.percentile_between(
                 "intended", seconds - third, seconds, 99
             )
-        out.latency_ms = latency_summary(self.latency)
+        out.latency_ms = latency_summary(book)
         out.per_worker = {wid: generator_iterations(c) for wid, c in sorted(self.per_worker.items())}
         return out
 
     def write(self, run_dir: Path) -> None:
-        self.latency.write_csv(run_dir / folder.LATENCY_HDR_CSV)
-        folder.write_json_atomic(run_dir / folder.LATENCY_HDR_JSON, self.latency.to_json())
-        curves = self.timeline.percentiles()
+        self.plugin.latency.totals()  # this process's own samples filed (standalone)
+        curves = self.plugin.latency.timeline.percentiles()
         with open(run_dir / folder.ARRIVAL_CSV, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(("timestamp", *PER_SECOND_COLUMNS, *TIMELINE_COLUMNS))

@@ -5,7 +5,10 @@ expression `[NAME:]METRIC OP VALUE` (grammar: swarmbench.core.checks) evaluated 
 standalone runner) once the test is over, on the same cumulative numbers Locust writes to
 locust_stats.csv:
 
-    p50 / p95 / p99  StatsEntry.get_response_time_percentile (ms, Locust's rounding)
+    p50 / p90 / p95 / p99 / p99.9 / max
+                     exact: from the run's HDR histograms (plugin/latency.py), 3 significant
+                     digits; "rounded": Locust's StatsEntry percentiles (2 digits: 106 ms reads
+                     110) where the histograms do not hold every request of that name
     fail_ratio       failures / requests of that name
     rps              StatsEntry.total_rps: requests of that name / seconds from the test's start to
                      its last request, i.e. the "Requests/s" column of locust_stats.csv
@@ -21,7 +24,6 @@ import logging
 import socket
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,59 +32,15 @@ from locust.env import Environment
 from locust.stats import RequestStats, StatsEntry
 
 from swarmbench.core import exits
-from swarmbench.core.checks import AGGREGATED, Check, CheckSyntaxError, parse_checks
+from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS, Check, CheckSyntaxError, parse_checks
 from swarmbench.core.folder import JUNIT_XML
-from swarmbench.core.sections import CheckOutcome
+from swarmbench.core.outcome import EXACT, ROUNDED, Outcome
+from swarmbench.hdr import LatencyBook, exact_value
 
 from .errors import die
 from .lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
-
-_PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One evaluated threshold. `measured` is None when there was nothing to measure."""
-
-    check: Check
-    measured: float | None
-    passed: bool
-    reason: str = ""  # why there is no measurement
-
-    def record(self) -> CheckOutcome:
-        """run.json's `checks[]` entry."""
-        c = self.check
-        return CheckOutcome(
-            expr=c.expr, name=c.name, metric=c.metric, op=c.op, limit=c.limit, measured=self.measured,
-            passed=self.passed,
-        )  # fmt: skip
-
-    def line(self) -> str:
-        """`PASS p95<300 (Aggregated): measured 12 ms` -- what the console and junit show."""
-        c = self.check
-        verdict = "PASS" if self.passed else "FAIL"
-        head = f"{verdict} {c.metric}{c.op}{c.limit:g} ({c.name})"
-        if self.measured is None:
-            return f"{head}: {self.reason}"
-        return f"{head}: measured {_show(self.measured, c.unit)}"
-
-    def failure_message(self) -> str:
-        """`measured 412 ms, limit < 300 ms`, or why nothing was measured."""
-        c = self.check
-        if self.measured is None:
-            return self.reason
-        return f"measured {_show(self.measured, c.unit)}, limit {c.op} {_show(c.limit, c.unit)}"
-
-
-def _show(value: float, unit: str) -> str:
-    if unit == "req/s":
-        return f"{value:.1f} req/s"
-    if unit == "ms":
-        return f"{value:g} ms"
-    return f"{value:g} ({value * 100:.2f} %)"  # fail_ratio: both spellings, 0.01 is easy to misread
-
 
 # --- validation ---------------------------------------------------------------------------------
 
@@ -117,16 +75,20 @@ def entry_for(stats: RequestStats, name: str) -> StatsEntry | None:
 
 
 def measure(entry: StatsEntry, metric: str) -> float:
-    if metric in _PERCENTILES:
-        return float(entry.get_response_time_percentile(_PERCENTILES[metric]))
+    """METRIC from Locust's cumulative numbers (latencies: its rounded percentiles)."""
+    if metric in PERCENTILE_METRICS:
+        return float(entry.get_response_time_percentile(PERCENTILE_METRICS[metric] / 100))
+    if metric == "max":
+        return float(entry.max_response_time)
     if metric == "fail_ratio":
         return round(entry.fail_ratio, 6)
     return round(float(entry.total_rps), 3)  # rps
 
 
-def evaluate(checks: list[Check], stats: RequestStats) -> list[Outcome]:
-    """Each threshold against the cumulative stats. No data is a failure, never a pass: a p95
-    of an endpoint that was never called, or of a test that sent nothing, proves nothing."""
+def evaluate(checks: list[Check], stats: RequestStats, book: LatencyBook | None = None) -> list[Outcome]:
+    """Each threshold against the cumulative stats (latencies from BOOK where it holds every
+    request of the name). No data is a failure, never a pass: a p95 of an endpoint that was never
+    called, or of a test that sent nothing, proves nothing."""
     outcomes = []
     for check in checks:
         entry = entry_for(stats, check.name)
@@ -135,17 +97,25 @@ def evaluate(checks: list[Check], stats: RequestStats) -> list[Outcome]:
             outcomes.append(Outcome(check, None, False, reason))
         elif entry.num_requests == 0:
             outcomes.append(Outcome(check, None, False, f"no requests recorded for {check.name!r}"))
+        elif check.unit == "ms":
+            timed = entry.num_requests - entry.num_none_requests
+            exact = exact_value(book, check.name, check.metric, timed) if book is not None else None
+            value, source = (exact, EXACT) if exact is not None else (measure(entry, check.metric), ROUNDED)
+            outcomes.append(Outcome(check, value, check.passes(value), source=source))
         else:
             value = measure(entry, check.metric)
             outcomes.append(Outcome(check, value, check.passes(value)))
     return outcomes
 
 
-def finish(run: Run, checks: list[Check], environment: Environment) -> list[Outcome]:
-    """Evaluate CHECKS on the final stats, record them in the run (run.json, junit.xml) and set the
-    exit code. Called at `quitting`: the stats are final there (the plugin ends a distributed run
-    only after the workers' last reports) and Locust reads the exit code right after."""
-    outcomes = evaluate(checks, environment.stats)
+def finish(
+    run: Run, checks: list[Check], environment: Environment, book: LatencyBook | None = None
+) -> list[Outcome]:
+    """Evaluate CHECKS on the final stats (and BOOK, the run's exact latency), record them in the run
+    (run.json, junit.xml) and set the exit code. Called at `quitting`: the stats are final there
+    (the plugin ends a distributed run only after the workers' last reports) and Locust reads the
+    exit code right after."""
+    outcomes = evaluate(checks, environment.stats, book)
     passed = all(o.passed for o in outcomes)
     run.manifest.checks = [o.record() for o in outcomes]
     run.manifest.checks_passed = passed

@@ -1,22 +1,36 @@
 """The load generator's side of the exact latency percentiles: every request's latencies, buffered
-and counted into the shared HDR histograms (swarmbench/hdr.py: encoding, merging, percentiles)."""
+and counted into HDR histograms per 1-second window (swarmbench/hdr_windows.py), then shipped
+encoded. One recorder for every run: the closed model records the service time, the open model
+(--arrival-rate) the time since the intended start as well, in the same call."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
-from swarmbench.hdr import KINDS, LatencyBook, Timeline, to_us
+from swarmbench.hdr import KINDS, Timeline, add_counts, new_histogram, to_us
+from swarmbench.hdr_windows import ship
+
+
+class _Buffer:
+    """One (window, request type, name)'s samples since the last flush, per kind."""
+
+    __slots__ = ("failures", "values")
+
+    def __init__(self) -> None:
+        self.values: tuple[list[int], list[int]] = ([], [])  # microseconds, per KINDS
+        self.failures = [0, 0]
 
 
 class Recorder:
     """A load generator's hot path: every request's latencies, buffered, then counted in batches.
 
-    At thousands of requests per second, four HDR record_value() calls per request (service and
-    intended, per name and per second) cost a load generator ~5 % of its requests. Appending to a
-    list costs a tenth of one, and latencies in microseconds repeat a lot: a batch goes into the
-    histograms as {value: count}, one call per distinct value. The histograms are the same as if
-    each sample had been recorded on its own.
+    At thousands of requests per second, an HDR record_value() per request and kind costs a load
+    generator ~5 % of its requests. Appending to a list costs a tenth of one, and latencies in
+    microseconds repeat a lot: a batch goes into a histogram as {value: count}, one call per
+    distinct value. The histograms are the same as if each sample had been recorded on its own.
+    A flush encodes what it counted at once (a few hundred bytes a window and name), so no live
+    histogram (~200 KB each) outlives it, however long a standalone run goes without a report.
     """
 
     FLUSH_AT = 20_000
@@ -24,48 +38,63 @@ class Recorder:
     when reports are rare (a standalone run reports once, at the end)."""
 
     def __init__(self) -> None:
-        self.latency = LatencyBook()
+        self.buffers: dict[tuple[int, str, str], _Buffer] = {}
+        self.by_second: dict[int, tuple[list[int], list[int]]] = {}  # open model: intended start's second
         self.timeline = Timeline()
-        self.by_name: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
-        self.by_second: dict[int, tuple[list[int], list[int]]] = {}
+        self.shipped: list[dict[str, Any]] = []  # encoded window entries since the last take
         self.buffered = 0
 
     def record(
-        self, request_type: str, name: str, service_ms: float, intended_ms: float | None, second: int
+        self,
+        window: int,
+        request_type: str,
+        name: str,
+        service_ms: float,
+        failed: bool,
+        intended: tuple[float, int] | None = None,
     ) -> None:
-        """One request: its service time, and its time since the intended start (None outside an
-        iteration: then the request counts in the service histogram only)."""
-        lists = self.by_name.get((request_type, name))
-        if lists is None:
-            lists = self.by_name[(request_type, name)] = ([], [])
+        """One request that ended in WINDOW: its service time, and (open model, inside an
+        iteration) INTENDED = (ms since the iteration's intended start, the schedule's second)."""
+        buffer = self.buffers.get((window, request_type, name))
+        if buffer is None:
+            buffer = self.buffers[(window, request_type, name)] = _Buffer()
         service = to_us(service_ms)
-        lists[0].append(service)
-        if intended_ms is not None:
-            intended = to_us(intended_ms)
-            lists[1].append(intended)
-            per_second = self.by_second.get(second)
+        buffer.values[0].append(service)
+        buffer.failures[0] += failed
+        if intended is not None:
+            late = to_us(intended[0])
+            buffer.values[1].append(late)
+            buffer.failures[1] += failed
+            per_second = self.by_second.get(intended[1])
             if per_second is None:
-                per_second = self.by_second[second] = ([], [])
+                per_second = self.by_second[intended[1]] = ([], [])
             per_second[0].append(service)
-            per_second[1].append(intended)
+            per_second[1].append(late)
         self.buffered += 1
         if self.buffered >= self.FLUSH_AT:
             self.flush()
 
     def flush(self) -> None:
-        for (request_type, name), lists in self.by_name.items():
-            for kind, values in zip(KINDS, lists, strict=True):
+        for (window, request_type, name), buffer in self.buffers.items():
+            for kind, values, failures in zip(KINDS, buffer.values, buffer.failures, strict=True):
                 if values:
-                    self.latency.record_counts(request_type, name, kind, Counter(values))
+                    hist = new_histogram()
+                    add_counts(hist, Counter(values))
+                    self.shipped.append(ship((window, request_type, name, kind), hist, failures))
         for second, lists in self.by_second.items():
             for kind, values in zip(KINDS, lists, strict=True):
                 if values:
                     self.timeline.record_counts(second, kind, Counter(values))
-        self.by_name.clear()
+        self.buffers.clear()
         self.by_second.clear()
         self.buffered = 0
 
     def take(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
-        """Everything since the last take, encoded: (LatencyBook.take(), Timeline.take())."""
+        """Everything since the last take, encoded: (window entries, Timeline.take())."""
         self.flush()
-        return self.latency.take(), self.timeline.take()
+        shipped, self.shipped = self.shipped, []
+        return shipped, self.timeline.take()
+
+    def clear(self) -> None:
+        """Forget what was not shipped (a new test: Locust clears its stats then too)."""
+        self.take()

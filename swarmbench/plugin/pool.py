@@ -34,7 +34,6 @@ from swarmbench.core.arrival_counts import ArrivalCounts
 from swarmbench.core.slots import Slots
 
 from .alarm import EARLY_S, Alarm
-from .hdr import Recorder
 
 LATE_START_GRACE_S = 0.001
 """A user that frees up this soon after a slot's time still takes it (late) rather than dropping
@@ -59,7 +58,6 @@ class Pool:
 
     def __init__(self) -> None:
         self.counts = ArrivalCounts()  # since the last report
-        self.recorder = Recorder()  # latencies since the last report
         self.slots: Slots | None = None  # None: not configured yet, or stopped
         self.last_t0 = 0.0  # the clock of requests still finishing once the test is stopping
         self.wall_offset = 0.0  # time.time() - time.perf_counter(): Locust stamps requests in epoch time
@@ -191,34 +189,25 @@ class Pool:
         """(a forked child) The parent's alarm is not this process's."""
         self.alarm, self.alarm_made = None, False
 
-    def on_request(
-        self,
-        request_type: str,
-        name: str,
-        response_time: float | None,
-        start_time: float | None = None,
-        **_kw: Any,
-    ) -> None:
-        if response_time is None:
-            return
+    def intended(self, start_time: float | None, response_time: float) -> tuple[float, int] | None:
+        """The request the calling user just made: (ms from its iteration's intended start to its
+        end, the schedule's second of that start); None outside an iteration (a user's on_start).
+        The exact-latency recorder (latency.py) asks, so each request is recorded once."""
         iteration = getattr(gevent.getcurrent(), INTENDED, None)
-        if iteration is None:  # a request outside an iteration (a user's on_start) has none
-            self.recorder.record(request_type, name, response_time, None, 0)
-            return
+        if iteration is None:
+            return None
         intended, origin = iteration
         # The request's end as Locust timed it (start + response time), not now: a task that parses
         # the body inside `catch_response` fires the event later, and that is not the server's time.
         end = start_time - self.wall_offset + response_time / 1000 if start_time else time.perf_counter()
-        second = int(intended - self.last_t0)
-        self.recorder.record(request_type, name, response_time, (end - origin) * 1000, second)
+        return (end - origin) * 1000, int(intended - self.last_t0)
 
     def take_report(self) -> dict[str, Any]:
         """What happened since the last report (deltas), then start over. Slots that came due
         unclaimed are counted first, so drops reach the master within a report interval."""
         if self.slots is not None:
             self._expire(time.perf_counter(), max(self.max_wait_s, LATE_START_GRACE_S))
-        latency, timeline = self.recorder.take()
-        out = {"counts": self.counts.to_report(), "latency": latency, "timeline": timeline}
+        out = {"counts": self.counts.to_report()}
         self.counts = ArrivalCounts()
         return out
 

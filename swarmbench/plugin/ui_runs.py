@@ -55,7 +55,7 @@ def close_run(run: Run, plugin: Any, reason: str | None = None) -> None:
     if plugin.checks:
         # Recorded in this run's folder; the process's own exit code is not this run's business.
         keep = env.process_exit_code
-        plugin.outcomes = checks.finish(run, plugin.checks, env)
+        plugin.outcomes = checks.finish(run, plugin.checks, env, plugin.latency.totals())
         env.process_exit_code = keep
         checks.print_outcomes(plugin.outcomes)
     if plugin.headers:

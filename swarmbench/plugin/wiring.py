@@ -18,22 +18,25 @@ Locust calls the listeners of one event in registration order, and the order mat
     test_start                open model: a new test offers again; web UI: open a new run folder
                               (ui_runs.py); start the run's clock, CSVs and samplers; host CPU
                               sampling; workers restart their CPU clock; every process: our
-                              SIGINT/SIGTERM handlers (signals.py); pacing counts from zero
+                              SIGINT/SIGTERM handlers (signals.py); exact latency (latency.py)
+                              counts windows from the run's start, which the master sends the
+                              workers; pacing counts from zero
+    worker_connect            (master) a late worker gets the start's time too
     spawning_complete         open model: the pool is there, the schedule starts; event "users
                               spawned" (health.py)
-    report_to_master          (worker) piggyback the open model's counts and histograms, this
-                              process's CPU seconds and the pacing sums on the stats report
+    report_to_master          (worker) piggyback the open model's counts, this process's CPU
+                              seconds, the latency windows and the pacing sums on the stats report
     worker_report             (master) collect them, in the same order
     reset_stats               web UI: close the run folder, open the next one
     test_stopping             open model: stop offering iterations (users being stopped are no
                               drops); the run's end began (workers leaving now is no longer a fault)
     test_stop                 (worker) flush the stats since the last report; web UI: write the
                               run's folder
-    quitting                  open model: the summed counts, latency files and run.json's
-                              open_model; thresholds on the final stats, then the run's status and
-                              the exit code (health.py, core/exits.py)
-    quit                      final CSVs, report.html and run.json; any secret header value
-                              scrubbed from the folder (redact.py); the thresholds' verdict and
+    quitting                  open model: the summed counts and run.json's open_model;
+                              thresholds on the final stats and exact latency, then the run's
+                              status and the exit code (health.py, core/exits.py)
+    quit                      final CSVs, latency files, report.html and run.json; any secret
+                              header value scrubbed from the folder (redact.py); the thresholds' verdict and
                               (unless complete) the run's status printed last
 """
 
@@ -54,6 +57,7 @@ from swarmbench.core.wait import parse_wait_time
 
 from . import arrival, checks, cpu, experiment, headers, lifecycle, options, pacing, redact, signals, ui_runs
 from .errors import die
+from .latency import Latency
 from .lifecycle import Run
 
 
@@ -70,22 +74,35 @@ class Swarmbench:
         self.env: Environment | None = None
         self.signals = signals.Signals(self.on_signal)
         self.open_model = arrival.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
+        self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
 
     def register(self, events: Any = locust_events) -> None:
         """Every listener of the plugin, event by event, in the order Locust calls them (the module
         docstring says why each comes where it does)."""
-        om, pace = self.open_model, self.pacing
+        om, pace, lat = self.open_model, self.pacing, self.latency
         order = (
             (events.init_command_line_parser, (options.add_options,)),
-            (events.init, (om.on_init, self.on_init, pace.on_init)),
-            (events.test_start, (om.on_test_start, self.on_test_start, pace.on_test_start)),
+            (events.init, (om.on_init, self.on_init, pace.on_init, lat.on_init)),
+            (
+                events.test_start,
+                (om.on_test_start, self.on_test_start, lat.on_test_start, pace.on_test_start),
+            ),
+            (events.worker_connect, (lat.on_worker_connect,)),
             (events.spawning_complete, (om.on_spawning_complete, self.on_spawning_complete)),
             (
                 events.report_to_master,
-                (om.on_report_to_master, self.on_report_to_master, pace.on_report_to_master),
+                (
+                    om.on_report_to_master,
+                    self.on_report_to_master,
+                    lat.on_report_to_master,
+                    pace.on_report_to_master,
+                ),
             ),
-            (events.worker_report, (om.on_worker_report, self.on_worker_report, pace.on_worker_report)),
-            (events.reset_stats, (self.on_reset_stats,)),
+            (
+                events.worker_report,
+                (om.on_worker_report, self.on_worker_report, lat.on_worker_report, pace.on_worker_report),
+            ),
+            (events.reset_stats, (self.on_reset_stats, lat.on_reset_stats)),
             (events.test_stopping, (om.on_test_stopping, self.on_test_stopping)),
             (events.test_stop, (self.on_test_stop,)),
             (events.quitting, (om.on_quitting, self.on_quitting)),
@@ -225,7 +242,7 @@ class Swarmbench:
                 environment.process_exit_code = exits.interrupted(self.signals.received)
             return
         if self.checks:
-            self.outcomes = checks.finish(run, self.checks, environment)
+            self.outcomes = checks.finish(run, self.checks, environment, self.latency.totals())
         if self.headers:
             run.manifest.request_headers = sorted(self.headers)  # names only, never values
         lifecycle.settle_exit_code(run, environment.parsed_options.allow_degraded)
@@ -244,6 +261,7 @@ class Swarmbench:
     def write_run(self, run: Run, exit_code: int | None) -> None:
         """The run's folder, complete (a headless run at quit, a web-UI run at its stop)."""
         run.manifest.pacing = self.pacing.manifest()  # before finish(): the verdict reads it
+        self.latency.write(run)  # its files, and run.json's `latency` before run.json is written
         lifecycle.finish(run, exit_code)
         if run.run_dir and self.headers:
             redact.scrub_folder(run.run_dir, self.headers)  # nor a saved file

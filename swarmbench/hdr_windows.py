@@ -1,0 +1,171 @@
+"""Exact latency per time window: one HDR histogram per (window, request type, name, kind).
+
+Every run records them (plugin/latency.py): each load generator counts its requests' response
+times into the window in which each request ENDED (Locust counts a request when it ends too),
+ships the windows as encoded deltas with its stats report, and the master files the pieces by
+window. Windows are counted from the test start (the master's: every generator uses its clock).
+
+The master keeps the pieces encoded (a few hundred bytes each; a live histogram is ~200 KB) and
+decodes them when it writes: locust_latency_windows.csv, one row per window and (type, name, kind)
+plus an Aggregated row per window and kind, each with its encoded histogram, so a later reader can
+merge any span of windows exactly (and bootstrap over them).
+
+Shared by the plugin and the analysis: no Locust or gevent here (swarmbench/hdr.py's rule).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.errors import InputError, read_text
+
+from .hdr import FORMAT_VERSION, KINDS, Key, LatencyBook, decode, new_histogram, percentile_columns
+
+WINDOW_S = 1
+"""Seconds per window. One second, the finest Locust reports at (its per-second RPS): a run of a
+few minutes then has hundreds of windows, enough for a later comparison of two runs to bootstrap
+over; and the file stays small (one row per window and request name)."""
+
+WINDOW_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+"""Per window: no p99.99, which one second's samples rarely hold enough requests to mean."""
+
+WINDOW_COLUMNS = (
+    ("window_s", "type", "name", "kind", "count", "failures")
+    + tuple(f"p{p:g}_ms" for p in WINDOW_PERCENTILES)
+    + ("max_ms", "hdr")
+)
+"""Columns of locust_latency_windows.csv (folder.LATENCY_WINDOWS_CSV): the window's start in seconds
+from the test start, then milliseconds, then the window's histogram (HdrHistogram base64)."""
+
+# Keys of one shipped window entry (a worker's stats report -> the master); not run.json keys.
+WINDOW, TYPE, NAME, KIND, HDR, FAILURES = "w", "type", "name", "kind", "hdr", "failures"
+
+WindowKey = tuple[int, str, str, str]  # (window, request type, name, kind)
+
+
+def window_of(seconds_since_start: float) -> int:
+    """The window a request that ended this long after the test start counts in (0 for a request
+    that ended before it: a web-UI test's stragglers from the previous one)."""
+    return max(0, int(seconds_since_start // WINDOW_S))
+
+
+def ship(key: WindowKey, hist: HdrHistogram, failures: int) -> dict[str, Any]:
+    """One window entry of a worker's report."""
+    window, request_type, name, kind = key
+    encoded = hist.encode().decode("ascii")
+    return {WINDOW: window, TYPE: request_type, NAME: name, KIND: kind, HDR: encoded, FAILURES: failures}
+
+
+class Windows:
+    """The master's (or a reader's) windows: encoded pieces filed by window and key."""
+
+    def __init__(self) -> None:
+        self.pieces: dict[int, dict[Key, list[str]]] = {}
+        self.failures: Counter[WindowKey] = Counter()
+
+    def __bool__(self) -> bool:
+        return bool(self.pieces)
+
+    def merge(self, entries: Iterable[Any], where: str | Path = "a worker's report") -> None:
+        """File shipped entries; InputError naming WHERE on a malformed one (nothing filed then)."""
+        checked = []
+        for row, entry in enumerate(entries, 1):
+            try:
+                key = (int(entry[WINDOW]), str(entry[TYPE]), str(entry[NAME]), str(entry[KIND]))
+                text, failures = str(entry[HDR]), int(entry.get(FAILURES) or 0)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise InputError(where, f"window entry {row}: not a w/type/name/kind/hdr object") from None
+            checked.append((key, text, failures))
+        for (window, *rest), text, failures in checked:
+            self.pieces.setdefault(window, {}).setdefault((rest[0], rest[1], rest[2]), []).append(text)
+            self.failures[(window, rest[0], rest[1], rest[2])] += failures
+
+    def decoded(self, window: int, where: str | Path = "windows") -> dict[Key, HdrHistogram]:
+        """WINDOW's histograms, each key's pieces added up."""
+        out: dict[Key, HdrHistogram] = {}
+        for key, texts in self.pieces.get(window, {}).items():
+            hist = out[key] = new_histogram()
+            for text in texts:
+                hist.add(decode(text, where, f"window {window} {key}"))
+        return out
+
+    def totals(self) -> LatencyBook:
+        """The whole run per (type, name, kind): the sum of its windows (exact: HDR adds losslessly)."""
+        book = LatencyBook()
+        for window in sorted(self.pieces):
+            for key, hist in self.decoded(window).items():
+                book.add(key, hist)
+        return book
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """CSV rows, window by window: each (type, name, kind), sorted, then Aggregated per kind."""
+        for window in sorted(self.pieces):
+            hists = self.decoded(window)
+            by_kind: dict[str, HdrHistogram] = {}
+            fails: Counter[str] = Counter()
+            for key in sorted(hists, key=lambda k: (k[1], k[0], _kind_order(k[2]))):
+                request_type, name, kind = key
+                failures = self.failures[(window, request_type, name, kind)]
+                yield window_row(window, key, hists[key], failures)
+                by_kind.setdefault(kind, new_histogram()).add(hists[key])
+                fails[kind] += failures
+            for kind in sorted(by_kind, key=_kind_order):
+                yield window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails[kind])
+
+    def write_csv(self, path: Path) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=WINDOW_COLUMNS)
+            writer.writeheader()
+            writer.writerows(self.rows())
+
+    @classmethod
+    def read_csv(cls, path: Path) -> Windows:
+        """A locust_latency_windows.csv back (its Aggregated rows are derived, so checked and left
+        out); InputError naming the file and the row when a row is truncated or corrupt."""
+        lines = read_text(path).splitlines()
+        reader = csv.DictReader(lines)
+        if tuple(reader.fieldnames or ()) != WINDOW_COLUMNS:
+            raise InputError(path, f"row 1: expected the columns {', '.join(WINDOW_COLUMNS)}")
+        out = cls()
+        for row_number, row in enumerate(reader, 2):
+            out._read_row(row, path, row_number)
+        return out
+
+    def _read_row(self, row: dict[str, Any], path: Path, row_number: int) -> None:
+        where = f"row {row_number}"
+        if None in row or any(row.get(c) is None for c in WINDOW_COLUMNS):
+            raise InputError(path, f"{where}: expected {len(WINDOW_COLUMNS)} fields")
+        hist = decode(row["hdr"], path, where)
+        try:
+            window, count, failures = int(row["window_s"]), int(row["count"]), int(row["failures"])
+        except ValueError:
+            raise InputError(path, f"{where}: window_s, count and failures must be whole numbers") from None
+        if hist.get_total_count() != count:
+            raise InputError(path, f"{where}: count {count} but its histogram holds {hist.get_total_count()}")
+        if row["name"] == AGGREGATED and not row["type"]:
+            return
+        entry = {WINDOW: window // WINDOW_S, TYPE: row["type"], NAME: row["name"], KIND: row["kind"]}
+        self.merge([{**entry, HDR: row["hdr"], FAILURES: failures}], path)
+
+
+def window_row(window: int, key: Key, hist: HdrHistogram, failures: int) -> dict[str, Any]:
+    request_type, name, kind = key
+    row: dict[str, Any] = {"window_s": window * WINDOW_S, "type": request_type, "name": name, "kind": kind}
+    row.update(count=hist.get_total_count(), failures=failures)
+    row.update(percentile_columns(hist, WINDOW_PERCENTILES))
+    row["hdr"] = hist.encode().decode("ascii")
+    return row
+
+
+def _kind_order(kind: str) -> int:
+    return KINDS.index(kind) if kind in KINDS else len(KINDS)
+
+
+__all__ = ["FORMAT_VERSION", "WINDOW_COLUMNS", "WINDOW_S", "Windows", "ship", "window_of"]

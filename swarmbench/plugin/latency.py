@@ -1,0 +1,187 @@
+"""Exact latency for every run: HDR histograms per request and 1-second window (hdr_windows.py).
+
+Locust rounds every response time to 2 significant digits before it counts it (106 ms is filed as
+110), so its percentiles are bucket edges. Here every request's time is counted again, exactly
+(3 significant digits), in every run: headless or web UI, local or distributed, closed or open.
+
+Who does what:
+
+    generators    a request listener batches each request's service time (and, in the open model,
+                  its time since the intended start: pool.py) into the window it ended in
+                  (plugin/hdr.Recorder); each stats report carries the encoded windows since the
+                  last one (deltas) under REPORT_KEY
+    master        at the test start tells every worker (and any that connects later) the start's
+                  time (MESSAGE): all generators count windows from the same instant, run.json's
+                  `started_at`; it files the reports' windows; at the end the thresholds read the
+                  run's totals, and the folder gets locust_latency_hdr.csv/.json,
+                  locust_latency_windows.csv and run.json's `latency`
+    standalone    both roles in one process, without messages
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from locust.env import Environment
+from locust.runners import MasterRunner, Runner, WorkerRunner
+
+from swarmbench.core import folder
+from swarmbench.core.errors import InputError
+from swarmbench.core.sections import ExactLatency
+from swarmbench.hdr import FORMAT_VERSION, SIGNIFICANT_FIGURES, LatencyBook, Timeline
+from swarmbench.hdr_windows import WINDOW_S, Windows, window_of
+
+from .hdr import Recorder
+from .lifecycle import Run
+
+logger = logging.getLogger("swarmbench")
+
+MESSAGE = "swarmbench_latency_t0"
+"""Custom master -> worker message: {"t0": the test start, epoch seconds}."""
+
+REPORT_KEY = "swarmbench_latency"
+"""Key in the worker -> master stats report: {"windows": [...], "timeline": {...}} (deltas)."""
+
+Intended = Callable[[float | None, float], tuple[float, int] | None]
+"""The open model's (pool.py): a request's (ms since its intended start, schedule second), or None."""
+
+
+class Latency:
+    """This process's exact-latency recording (generators) and collection (master, standalone)."""
+
+    def __init__(self, plugin: Any) -> None:
+        self.plugin = plugin  # the Swarmbench object: its `run` is the folder being recorded
+        self.runner: Runner | None = None
+        self.recorder = Recorder()  # generators: since the last report
+        self.windows = Windows()  # master/standalone: the run's
+        self.timeline = Timeline()  # master/standalone: the open model's per-schedule-second curves
+        self.intended: Intended | None = None  # set by the open model (arrival.py)
+        self.t0 = time.time()
+        self.t0_from_master = False
+        self.started = False
+        self._totals: LatencyBook | None = None
+
+    # --- set up and the test's clock -------------------------------------------------------------
+
+    def on_init(self, environment: Environment, runner: Runner, **_kw: Any) -> None:
+        self.runner = runner
+        if isinstance(runner, WorkerRunner):
+            runner.register_message(MESSAGE, self.on_message)
+        if not isinstance(runner, MasterRunner):  # a master sends no requests
+            environment.events.request.add_listener(self.on_request)
+
+    def on_test_start(self, **_kw: Any) -> None:
+        """A new test: Locust clears its stats, so do we; windows count from its start."""
+        self.recorder.clear()
+        if isinstance(self.runner, WorkerRunner):
+            if not self.t0_from_master:  # a master that never said (it always does, first)
+                self.t0 = time.time()
+            return
+        self._restart()
+
+    def on_reset_stats(self, **_kw: Any) -> None:
+        """(web UI) Stats reset: the previous folder was written (write()); the next counts anew."""
+        if not isinstance(self.runner, WorkerRunner) and self.started:
+            self._restart()
+
+    def _restart(self) -> None:
+        run = self.plugin.run
+        self.t0 = run.started_at.timestamp() if run is not None and run.started_at else time.time()
+        self.reset()
+        self.started = True
+        if isinstance(self.runner, MasterRunner):
+            self.runner.send_message(MESSAGE, {"t0": self.t0})
+
+    def on_worker_connect(self, client_id: str, **_kw: Any) -> None:
+        """(master) A worker joining a running test counts windows from the same start."""
+        if self.started and isinstance(self.runner, MasterRunner):
+            self.runner.send_message(MESSAGE, {"t0": self.t0}, client_id=client_id)
+
+    def on_message(self, msg: Any, **_kw: Any) -> None:
+        """(worker) The master's test start."""
+        self.t0, self.t0_from_master = float((msg.data or {})["t0"]), True
+
+    # --- the hot path ----------------------------------------------------------------------------
+
+    def on_request(
+        self,
+        request_type: str,
+        name: str,
+        response_time: float | None,
+        start_time: float | None = None,
+        exception: BaseException | None = None,
+        **_kw: Any,
+    ) -> None:
+        """One request, filed under the window it ENDED in (start + response time: a task that
+        reads the body in `catch_response` fires the event later). A request without a response
+        time has no latency (Locust counts it in no percentile either)."""
+        if response_time is None:
+            return
+        end = start_time + response_time / 1000 if start_time else time.time()
+        intended = self.intended(start_time, response_time) if self.intended is not None else None
+        window = window_of(end - self.t0)
+        self.recorder.record(window, request_type, name, response_time, exception is not None, intended)
+
+    # --- reports ---------------------------------------------------------------------------------
+
+    def on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
+        windows, timeline = self.recorder.take()
+        data[REPORT_KEY] = {"windows": windows, "timeline": timeline}
+
+    def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
+        report = data.get(REPORT_KEY)
+        if isinstance(report, dict):
+            self._add(report, f"worker {client_id}'s report")
+
+    def _add(self, report: dict, where: str) -> None:
+        try:
+            self.windows.merge(report.get("windows") or [], where)
+        except InputError as e:  # a generator of another version: its requests are not exact
+            logger.error("exact latency: %s (its windows are left out)", e)
+            return
+        self.timeline.merge(report.get("timeline") or {})
+        self._totals = None
+
+    def collect_local(self) -> None:
+        """(standalone) This process's own samples into the run's windows."""
+        if self.runner is None or isinstance(self.runner, MasterRunner | WorkerRunner):
+            return
+        windows, timeline = self.recorder.take()
+        if windows or timeline:
+            self._add({"windows": windows, "timeline": timeline}, "this process")
+
+    # --- the end ---------------------------------------------------------------------------------
+
+    def totals(self) -> LatencyBook:
+        """The run per (type, name, kind), every window added up (what the thresholds read)."""
+        self.collect_local()
+        if self._totals is None:
+            self._totals = self.windows.totals()
+        return self._totals
+
+    def write(self, run: Run) -> None:
+        """The run's latency files and run.json's `latency` (before run.json is written), then start
+        over (a web-UI run's next folder)."""
+        book = self.totals()
+        hists = book.aggregated("service")
+        total = run.env.stats.total
+        locust_count = total.num_requests - total.num_none_requests
+        run.manifest.latency = ExactLatency(
+            window_s=WINDOW_S,
+            format_version=FORMAT_VERSION,
+            significant_figures=SIGNIFICANT_FIGURES,
+            files=list(folder.LATENCY_FILES) if run.run_dir else [],
+            exact=hists.get_total_count() == locust_count,
+            requests=hists.get_total_count(),
+        )
+        if run.run_dir:
+            book.write_csv(run.run_dir / folder.LATENCY_HDR_CSV)
+            folder.write_json_atomic(run.run_dir / folder.LATENCY_HDR_JSON, book.to_json())
+            self.windows.write_csv(run.run_dir / folder.LATENCY_WINDOWS_CSV)
+        self.reset()
+
+    def reset(self) -> None:
+        self.windows, self.timeline, self._totals = Windows(), Timeline(), None

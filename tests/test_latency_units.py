@@ -1,0 +1,202 @@
+"""Exact latency, the pure parts: per-window HDR histograms shipped by two generators merge into the
+histograms of all their samples; p99 <= max in every window; corrupt or truncated files are one-line
+errors naming the file and row; folders from before the files fall back to Locust's numbers.
+The real runs: test_latency.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from swarmbench.analysis.thresholds import evaluate_folder, exact_book
+from swarmbench.core import folder
+from swarmbench.core.checks import AGGREGATED, parse_checks
+from swarmbench.core.errors import InputError
+from swarmbench.hdr import LatencyBook, exact_value, new_histogram, to_us
+from swarmbench.hdr_windows import WINDOW_COLUMNS, Windows
+from swarmbench.plugin.hdr import Recorder
+
+EXAMPLES = sorted(p.parent for p in ROOT.glob("results/examples/*/run.json"))
+NAMES = [("GET", "GET /albums"), ("GET", "GET /albums/{id}"), ("POST", "POST /albums")]
+
+
+def synthetic(seed: int, n: int = 6_000) -> list[tuple[int, str, str, float, bool]]:
+    """(window, type, name, ms, failed): a long-tailed latency mix over 12 windows."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        request_type, name = rng.choice(NAMES)
+        ms = 100 + rng.lognormvariate(0.0, 1.2) + (900 if i % 500 == 0 else 0)
+        out.append((rng.randrange(12), request_type, name, ms, rng.random() < 0.05))
+    return out
+
+
+def test_two_workers_windows_merge_into_the_histograms_of_all_samples(monkeypatch):
+    monkeypatch.setattr(Recorder, "FLUSH_AT", 701)  # several pieces per window, as reports make
+    samples = synthetic(1)
+    workers, master = [Recorder(), Recorder()], Windows()
+    for i, (window, request_type, name, ms, failed) in enumerate(samples):
+        workers[i % 2].record(window, request_type, name, ms, failed)
+        if i % 1_500 == 0:  # a report now and then: deltas
+            master.merge(workers[i % 2].take()[0])
+    for worker in workers:
+        master.merge(worker.take()[0])
+
+    expected: dict[tuple[int, str, str], list[float]] = {}
+    for window, request_type, name, ms, _failed in samples:
+        expected.setdefault((window, request_type, name), []).append(ms)
+    for (window, request_type, name), values in expected.items():
+        alone = new_histogram()
+        for ms in values:
+            alone.record_value(to_us(ms))
+        merged = master.decoded(window)[(request_type, name, "service")]
+        assert list(merged.counts) == list(alone.counts), (window, name)
+    book = LatencyBook()
+    for _window, request_type, name, ms, _failed in samples:
+        book.record(request_type, name, "service", ms)
+    assert master.totals().rows() == book.rows()
+    failures = sum(master.failures.values())
+    assert failures == sum(s[4] for s in samples) > 0
+
+
+def test_window_file_round_trips_and_its_counts_add_up(tmp_path):
+    recorder, windows = Recorder(), Windows()
+    samples = synthetic(2)
+    for sample in samples:
+        recorder.record(*sample)
+    windows.merge(recorder.take()[0])
+    path = tmp_path / folder.LATENCY_WINDOWS_CSV
+    windows.write_csv(path)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == WINDOW_COLUMNS
+    aggregated = [r for r in rows if r["name"] == AGGREGATED]
+    assert sum(int(r["count"]) for r in aggregated) == len(samples)
+    assert sum(int(r["count"]) for r in rows if r["name"] != AGGREGATED) == len(samples)
+    assert sum(int(r["failures"]) for r in aggregated) == sum(s[4] for s in samples)
+    assert Windows.read_csv(path).totals().rows() == windows.totals().rows()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_p99_never_exceeds_max_in_any_window(seed):
+    """300 windows of random sizes and shapes (one sample, identical samples, long tails)."""
+    rng = random.Random(seed)
+    recorder, windows = Recorder(), Windows()
+    for window in range(300):
+        shape = rng.choice(["one", "same", "tail", "uniform"])
+        n = 1 if shape == "one" else rng.randint(2, 400)
+        for _ in range(n):
+            ms = {
+                "one": rng.uniform(0.001, 5_000),
+                "same": 105.0,
+                "tail": rng.paretovariate(1.1) * 10,
+                "uniform": rng.uniform(1, 1_000),
+            }[shape]
+            recorder.record(window, "GET", "GET /x", ms, False)
+    windows.merge(recorder.take()[0])
+    rows = list(windows.rows())
+    assert len(rows) == 600  # the name and Aggregated, every window
+    for row in rows:
+        assert row["p50_ms"] <= row["p90_ms"] <= row["p95_ms"] <= row["p99_ms"] <= row["p99.9_ms"]
+        assert row["p99.9_ms"] <= row["max_ms"], row
+
+
+# --- bad files ------------------------------------------------------------------------------------
+
+
+def written_run(tmp_path: Path) -> Path:
+    """A copy of a checked-in run folder, given exact latency files of a few samples."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(EXAMPLES[0], run_dir)
+    rows = list(csv.DictReader((run_dir / folder.STATS_CSV).read_text().splitlines()))
+    recorder, windows = Recorder(), Windows()
+    for row in rows:
+        for _ in range(int(row["Request Count"]) if row["Type"] else 0):
+            recorder.record(0, row["Type"], row["Name"], 1.5, False)
+    windows.merge(recorder.take()[0])
+    windows.write_csv(run_dir / folder.LATENCY_WINDOWS_CSV)
+    folder.write_json_atomic(run_dir / folder.LATENCY_HDR_JSON, windows.totals().to_json())
+    manifest = json.loads((run_dir / folder.MANIFEST).read_text())
+    manifest["latency"] = {"window_s": 1, "files": list(folder.LATENCY_FILES), "exact": True}
+    folder.write_json_atomic(run_dir / folder.MANIFEST, manifest)
+    return run_dir
+
+
+def test_a_folder_with_histograms_is_evaluated_exactly(tmp_path):
+    run_dir = written_run(tmp_path)
+    [outcome] = evaluate_folder(run_dir, parse_checks("p50<2"))
+    assert (outcome.measured, outcome.source, outcome.passed) == (1.5, "exact", True)
+    assert outcome.line() == "PASS p50<2 (Aggregated): measured 1.5 ms (exact)"
+
+
+@pytest.mark.parametrize("run_dir", EXAMPLES, ids=lambda p: p.name)
+def test_folders_from_before_fall_back_to_locusts_rounded_numbers(run_dir):
+    assert exact_book(run_dir) is None
+    outcomes = evaluate_folder(run_dir, parse_checks("p50<100000; max<100000; p99.9<100000; fail_ratio<=1"))
+    assert [o.source for o in outcomes] == ["rounded"] * 3 + [""]
+    assert all(o.passed for o in outcomes)
+    assert "(rounded)" in outcomes[0].line()
+
+
+def corrupt_json(path: Path) -> None:
+    data = json.loads(path.read_text())
+    data["histograms"][1]["hdr"] = data["histograms"][1]["hdr"][:30]
+    path.write_text(json.dumps(data))
+
+
+def corrupt_windows(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # a truncated row
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        (corrupt_json, f"{folder.LATENCY_HDR_JSON}: histogram 2: not an encoded HDR histogram"),
+        (lambda p: p.write_text(p.read_text()[:100]), f"{folder.LATENCY_HDR_JSON}: invalid JSON"),
+    ],
+)
+def test_a_corrupt_histogram_file_is_one_line_naming_file_and_row(tmp_path, damage, words):
+    run_dir = written_run(tmp_path)
+    damage(run_dir / folder.LATENCY_HDR_JSON)
+    with pytest.raises(InputError) as e:
+        exact_book(run_dir)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_truncated_window_row_is_named(tmp_path):
+    run_dir = written_run(tmp_path)
+    path = run_dir / folder.LATENCY_WINDOWS_CSV
+    corrupt_windows(path)
+    with pytest.raises(InputError, match=r"latency_windows.csv: row 3: ") as e:
+        Windows.read_csv(path)
+    assert "\n" not in str(e.value)
+
+
+def test_a_corrupt_histogram_stops_the_checks_command(tmp_path, analysis_cli):
+    run_dir = written_run(tmp_path)
+    assert analysis_cli("checks", run_dir, "p50<2").returncode == 0
+    corrupt_json(run_dir / folder.LATENCY_HDR_JSON)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    res = analysis_cli("checks", run_dir, "p50<2")
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and "histogram 2: not an encoded HDR histogram" in res.stderr
+    assert res.stderr.startswith(f"analysis: error: {run_dir / folder.LATENCY_HDR_JSON}: ")
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before  # nothing written
+
+
+def test_exact_only_when_the_histograms_hold_every_request():
+    book = LatencyBook()
+    for ms in (105.2, 105.9, 106.4):
+        book.record("GET", "a", "service", ms)
+    assert exact_value(book, "a", "p50", 3) == pytest.approx(105.9, abs=0.1)
+    assert exact_value(book, AGGREGATED, "max", 3) == pytest.approx(106.4, abs=0.1)
+    assert exact_value(book, "a", "p50", 4) is None  # a generator's windows were lost: rounded
