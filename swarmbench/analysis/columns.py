@@ -31,8 +31,10 @@ TOTAL_AVG_RT = "Total Average Response Time"
 # the percentile over Locust's ~10 s response-time window (with --csv-full-history), and "N/A"
 # (or 0) in the first rows before any response arrived.
 P50 = "50%"
+P90 = "90%"
 P95 = "95%"
 P99 = "99%"
+P999 = "99.9%"
 
 # The row Locust adds with totals over every endpoint (the thresholds' default name, too).
 from swarmbench.core.checks import AGGREGATED as AGGREGATED  # noqa: E402
@@ -89,8 +91,11 @@ FAIL_RATIO = "fail_ratio"
 RPS_OUT = "rps"
 FAIL_PER_S_OUT = "failures_per_s"
 P50_MS = "p50_ms"
+P90_MS = "p90_ms"
 P95_MS = "p95_ms"
 P99_MS = "p99_ms"
+P999_MS = "p99.9_ms"
+LATENCY = "latency"  # where a row's percentiles come from: exact (HDR histograms) or rounded (Locust's)
 AVG_MS = "avg_ms"
 MAX_MS = "max_ms"
 TIME_S = "t_s"  # seconds since the run's first history row
@@ -121,10 +126,13 @@ SUMMARY_COLUMNS = [
     FAIL_RATIO,
     RPS_OUT,
     P50_MS,
+    P90_MS,
     P95_MS,
     P99_MS,
+    P999_MS,
     AVG_MS,
     MAX_MS,
+    LATENCY,
 ]
 
 # Column order of timeseries.csv.
@@ -140,6 +148,7 @@ TIMESERIES_COLUMNS = [
     P95_MS,
     P99_MS,
     PARTIAL,
+    LATENCY,
 ]
 
 # --- the settings table (one row per run) ---

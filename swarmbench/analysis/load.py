@@ -18,6 +18,7 @@ from swarmbench.core.manifest import RunManifest
 
 from . import columns as C
 from .errors import AnalysisError, warn
+from .exact import RunLatency, read_latency
 from .locust_csv import read_exceptions, read_failures, read_history, read_stats
 from .manifest import read_manifest
 
@@ -38,6 +39,7 @@ class Run:
     has_manifest: bool = True
     warnings: list[str] = field(default_factory=list)
     path_id: str | None = None  # set by load_runs when another folder has the same run id
+    latency: RunLatency = field(default_factory=RunLatency)  # the HDR histograms (exact.py), if any
 
     @property
     def run_id(self) -> str:
@@ -110,7 +112,7 @@ def _prefix(folder: Path) -> str:
 
 
 def load_run(folder: str | Path, history: bool = True) -> Run:
-    """Read one run folder. `history=False` skips the (possibly large) history file."""
+    """Read one run folder. `history=False` skips the (possibly large) history and windows files."""
     folder = Path(folder)
     prefix = _prefix(folder)
     run = Run(
@@ -123,6 +125,7 @@ def load_run(folder: str | Path, history: bool = True) -> Run:
         run.has_manifest = False
     if history:
         run.history = _optional(run, "_stats_history.csv", read_history, "no history: no charts over time")
+    run.latency = read_latency(folder, windows=history)
     run.failures = _optional(run, "_failures.csv", read_failures, "failure details unavailable")
     run.exceptions = _optional(run, "_exceptions.csv", read_exceptions, "exception details unavailable")
     if not run.has_manifest:

@@ -33,6 +33,7 @@ HISTORY_REQUIRED = [C.TIMESTAMP, C.USER_COUNT, C.NAME, C.CURRENT_RPS, C.TOTAL_RE
 FAILURES_REQUIRED = [C.FAIL_NAME, C.FAIL_ERROR, C.FAIL_OCCURRENCES]
 EXCEPTIONS_REQUIRED = [C.EXC_COUNT, C.EXC_MESSAGE]
 PERCENTILES = {C.P50: C.P50_MS, C.P95: C.P95_MS, C.P99: C.P99_MS}
+STATS_PERCENTILES = {C.P50: C.P50_MS, C.P90: C.P90_MS, C.P95: C.P95_MS, C.P99: C.P99_MS, C.P999: C.P999_MS}
 
 
 # --- headers -----------------------------------------------------------------------------------
@@ -42,7 +43,7 @@ PERCENTILES = {C.P50: C.P50_MS, C.P95: C.P95_MS, C.P99: C.P99_MS}
 LOCUST_HEADERS = [
     C.TYPE, C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT, C.MEDIAN_RT, C.AVG_RT, C.MIN_RT, C.MAX_RT,
     C.AVG_SIZE, C.RPS, C.FAILURES_PER_S, C.TIMESTAMP, C.USER_COUNT, C.TOTAL_REQUEST_COUNT,
-    C.TOTAL_FAILURE_COUNT, C.TOTAL_MEDIAN_RT, C.TOTAL_AVG_RT, C.P50, C.P95, C.P99, C.P100,
+    C.TOTAL_FAILURE_COUNT, C.TOTAL_MEDIAN_RT, C.TOTAL_AVG_RT, C.P50, C.P90, C.P95, C.P99, C.P999, C.P100,
     C.FAIL_METHOD, C.FAIL_ERROR, C.FAIL_OCCURRENCES, C.FAIL_FIRST_SEEN, C.FAIL_LAST_SEEN,
     C.EXC_COUNT, C.EXC_MESSAGE, C.EXC_TRACEBACK, C.EXC_NODES,
 ]  # fmt: skip
@@ -118,17 +119,17 @@ def read_stats(path: Path) -> pd.DataFrame:
     # Locust always writes the Aggregated row last; without it the file was cut short.
     if not (raw[C.NAME] == C.AGGREGATED).any():
         raise AnalysisError(path, f"no '{C.AGGREGATED}' row (truncated, or not written by Locust)")
-    optional = [C.AVG_RT, C.MAX_RT, C.FAILURES_PER_S, *PERCENTILES]
+    optional = [C.AVG_RT, C.MAX_RT, C.FAILURES_PER_S, *STATS_PERCENTILES]
     missing = [c for c in optional if c not in raw]
     if missing:
         warn(path, f"no column {', '.join(repr(c) for c in missing)} (older Locust?); left empty")
     for col in missing:
         raw[col] = "N/A"
     raw = _numbers(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS], path, na_ok=False)
-    raw = _numbers(raw, [C.AVG_RT, C.MAX_RT, C.FAILURES_PER_S, *PERCENTILES], path, na_ok=True)
+    raw = _numbers(raw, [C.AVG_RT, C.MAX_RT, C.FAILURES_PER_S, *STATS_PERCENTILES], path, na_ok=True)
     validate.counts(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT], path)
     validate.nonnegative(raw, [C.RPS, C.FAILURES_PER_S], path, "a rate")
-    validate.nonnegative(raw, [C.AVG_RT, C.MAX_RT, *PERCENTILES], path, "a response time")
+    validate.nonnegative(raw, [C.AVG_RT, C.MAX_RT, *STATS_PERCENTILES], path, "a response time")
     validate.not_more(raw, C.FAILURE_COUNT, C.REQUEST_COUNT, path)
     method = raw[C.TYPE].fillna("").replace("None", "")
     out = pd.DataFrame(
@@ -140,7 +141,7 @@ def read_stats(path: Path) -> pd.DataFrame:
             C.FAILURES: raw[C.FAILURE_COUNT].astype("int64"),
             C.RPS_OUT: raw[C.RPS],
             C.FAIL_PER_S_OUT: raw[C.FAILURES_PER_S],
-            **{ours: raw[theirs] for theirs, ours in PERCENTILES.items()},
+            **{ours: raw[theirs] for theirs, ours in STATS_PERCENTILES.items()},
             C.AVG_MS: raw[C.AVG_RT],
             C.MAX_MS: raw[C.MAX_RT],
         }

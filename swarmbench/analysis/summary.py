@@ -1,8 +1,10 @@
 """Per-run and per-endpoint numbers: summary.csv, the settings table, the failures table.
 
 Throughput is Locust's own "Requests/s" from *_stats.csv (requests / (last request - start)), so
-every number here can be checked against the CSV a person opens; percentiles are Locust's cumulative
-ones over the whole run, not the history's 10 s windows.
+every number here can be checked against the CSV a person opens. Percentiles and the max are over
+the whole run: exact from the run's HDR histograms (exact.py) when the folder has them and they
+hold every request Locust counted for the row, else Locust's cumulative ones (2 significant
+digits); the `latency` column says which, per row.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from swarmbench.core import verdict as rules
 from swarmbench.core.pacing import paces_itself
 
 from . import columns as C
+from .exact import EXACT, ROUNDED, TABLE_COLUMNS, endpoint_histogram, table_values
 from .load import Run
 
 STATUS_UNKNOWN = "unknown"
@@ -54,7 +57,7 @@ def summarize(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def _run_rows(run: Run) -> pd.DataFrame:
-    s = run.stats
+    s = _with_exact(run)
     requests = s[C.REQUESTS].to_numpy(dtype=float)
     # A row with 0 requests has no failure ratio (NaN), rather than a misleading 0.
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -76,12 +79,42 @@ def _run_rows(run: Run) -> pd.DataFrame:
             C.FAIL_RATIO: ratio,
             C.RPS_OUT: s[C.RPS_OUT],
             C.P50_MS: s[C.P50_MS],
+            C.P90_MS: s[C.P90_MS],
             C.P95_MS: s[C.P95_MS],
             C.P99_MS: s[C.P99_MS],
+            C.P999_MS: s[C.P999_MS],
             C.AVG_MS: s[C.AVG_MS],
             C.MAX_MS: s[C.MAX_MS],
+            C.LATENCY: s[C.LATENCY],
         }
     )
+
+
+def _with_exact(run: Run) -> pd.DataFrame:
+    """The stats rows with p50 .. p99.9 and max from the histograms where they hold exactly the
+    row's requests (a generator's lost windows would make part of the run look like all of it);
+    Locust's numbers, labelled rounded, elsewhere. avg_ms stays Locust's (it sums unrounded times)."""
+    s = run.stats.copy()
+    s[C.LATENCY] = ROUNDED
+    book = run.latency.book
+    if book is None:
+        return s
+    cols = list(TABLE_COLUMNS.values())
+    s[cols] = s[cols].astype(float)
+    for i, (method, name, requests) in enumerate(zip(s[C.METHOD], s[C.ENDPOINT_NAME], s[C.REQUESTS], strict=True)):
+        hist = endpoint_histogram(book, method, name)
+        if requests and hist.get_total_count() == requests:
+            values = table_values(hist)
+            s.iloc[i, [s.columns.get_loc(c) for c in cols]] = [values[c] for c in cols]
+            s.iloc[i, s.columns.get_loc(C.LATENCY)] = EXACT
+    return s
+    for i, (method, name, requests) in enumerate(zip(s[C.METHOD], s[C.ENDPOINT_NAME], s[C.REQUESTS], strict=True)):
+        hist = endpoint_histogram(book, method, name)
+        if requests and hist.get_total_count() == requests:
+            for col, value in table_values(hist).items():
+                s.loc[s.index[i], col] = value
+            s.loc[s.index[i], C.LATENCY] = EXACT
+    return s
 
 
 def aggregated(summary: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,195 @@
+"""Exact latency of a run folder from the plugin's HDR histograms, or Locust's rounded numbers.
+
+Every run the plugin records holds locust_latency_hdr.json (the whole run per request type, name
+and kind) and locust_latency_windows.csv (the same per 1 s window from the test start, each row
+with its encoded histogram). From them the analysis takes exact percentiles (3 significant
+digits): whole-run tables, per-window lines over time, per-step knee latency, distribution charts.
+Percentiles of merged spans come from MERGING the histograms, then taking the percentile (HDR adds
+losslessly); percentiles are never averaged. Folders without these files (older runs, plain
+Locust) keep Locust's numbers (2 significant digits, the history's a trailing ~10 s window), and
+every table and chart says which: `exact` or `rounded`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hdrh.histogram import HdrHistogram
+
+from swarmbench.core import folder as F
+from swarmbench.hdr import LatencyBook, new_histogram, percentile_columns
+
+from . import columns as C
+from . import windows_csv as W
+
+EXACT = "exact"
+ROUNDED = "rounded"
+TABLE_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+"""The whole-run table's percentiles (with the max): those Locust's stats CSV has too, so an old
+folder's rounded row has the same columns."""
+TABLE_COLUMNS = {"p50_ms": C.P50_MS, "p90_ms": C.P90_MS, "p95_ms": C.P95_MS, "p99_ms": C.P99_MS}
+TABLE_COLUMNS |= {"p99.9_ms": C.P999_MS, "max_ms": C.MAX_MS}
+"""hdr.percentile_columns' names -> summary.csv's."""
+
+
+@dataclass
+class RunLatency:
+    """A run's histograms: `book` the whole run (None: no histogram files, Locust's numbers rounded),
+    `windows` its per-window rows (windows_csv.read_windows; None when not read or absent)."""
+
+    book: LatencyBook | None = None
+    windows: pd.DataFrame | None = None
+    windows_path: Path | None = None
+
+    @property
+    def source(self) -> str:
+        return EXACT if self.book is not None else ROUNDED
+
+
+def read_latency(run_dir: Path, windows: bool = True) -> RunLatency:
+    """The folder's histograms: locust_latency_hdr.json, else the windows file's sum; WINDOWS=False
+    skips the windows file unless it is the only one (`summary` needs whole-run numbers only)."""
+    out = RunLatency()
+    json_path, windows_path = run_dir / F.LATENCY_HDR_JSON, run_dir / F.LATENCY_WINDOWS_CSV
+    if windows_path.is_file() and (windows or not json_path.is_file()):
+        out.windows, out.windows_path = W.read_windows(windows_path), windows_path
+    if json_path.is_file():
+        out.book = LatencyBook.read(json_path)
+    elif out.windows is not None:
+        out.book = book_of_windows(out.windows, windows_path)
+    return out
+
+
+def book_of_windows(frame: pd.DataFrame, path: Path) -> LatencyBook:
+    """The whole run per endpoint from its windows (the file's Aggregated rows left out: derived)."""
+    book = LatencyBook()
+    for endpoint, rows in frame[frame[C.ENDPOINT] != C.AGGREGATED].groupby(C.ENDPOINT, observed=True):
+        book.add(("", str(endpoint), W.SERVICE), W.merged(rows, path))
+    return book
+
+
+# --- lossless merging ------------------------------------------------------------------------------
+
+
+def merge_histograms(hists: Iterable[HdrHistogram]) -> HdrHistogram:
+    """One histogram holding every sample of HISTS: its percentiles are those of all the samples
+    together (to the histograms' 3 significant digits), never an average of their percentiles."""
+    total = new_histogram()
+    for hist in hists:
+        total.add(hist)
+    return total
+
+
+def merge_books(books: Iterable[LatencyBook]) -> LatencyBook:
+    """Repeats of one configuration as one book: each (type, name, kind) merged losslessly."""
+    total = LatencyBook()
+    for book in books:
+        for key, hist in book.hists.items():
+            total.add(key, hist)
+    return total
+
+
+def endpoint_histogram(book: LatencyBook, method: str, name: str) -> HdrHistogram:
+    """NAME's service-time histogram as Locust's stats row (METHOD, NAME) counts it; Aggregated: all."""
+    if name == C.AGGREGATED and not method:
+        return book.aggregated(W.SERVICE)
+    hist = book.hists.get((method, name, W.SERVICE))
+    if hist is None:  # a book summed from the windows file is keyed by endpoint label
+        from .locust_csv import endpoint_label
+
+        hist = book.hists.get(("", endpoint_label(method, name), W.SERVICE))
+    return hist if hist is not None else new_histogram()
+
+
+def table_values(hist: HdrHistogram) -> dict[str, float]:
+    """summary.csv's p50 .. p99.9 and max of HIST, ms (one pass over its counts)."""
+    values = percentile_columns(hist, TABLE_PERCENTILES)
+    return {ours: values[theirs] for theirs, ours in TABLE_COLUMNS.items()}
+
+
+# --- windows against the history's clock -----------------------------------------------------------
+
+
+def window_offset_s(history: pd.DataFrame | None, started_at: str | None) -> float:
+    """History seconds (t_s) + this = seconds since the test start (the windows' clock), to the
+    nearest second: the history's first Unix second minus the test start (run.json), plus half a
+    second (a history row written in second T counts requests that ended up to ~T + 0.5 on average)."""
+    if history is None or history.empty or not started_at:
+        return 0.5
+    t0 = datetime.fromisoformat(started_at.replace("Z", "+00:00")).timestamp()
+    return float(history[C.TIMESTAMP_OUT].min()) - t0 + 0.5
+
+
+def window_range(start: float, end: float, offset_s: float) -> tuple[int, int]:
+    """The 1 s windows [first, stop) that tile the history span (START, END] (history seconds)."""
+    return math.floor(start + offset_s), math.floor(end + offset_s)
+
+
+def span_percentiles(
+    windows: pd.DataFrame, path: str | Path, endpoint: str, first: int, stop: int, percentiles: dict[str, float]
+) -> dict[str, float]:
+    """ENDPOINT's PERCENTILES ({column: p}) over windows FIRST..STOP-1, ms, from their histograms
+    merged (NaN without samples). One window: the file's own values, nothing decoded."""
+    rows = windows[(windows[W.WINDOW] >= first) & (windows[W.WINDOW] < stop) & (windows[C.ENDPOINT] == endpoint)]
+    return _percentiles(rows, path, percentiles)
+
+
+def _percentiles(rows: pd.DataFrame, path: str | Path, percentiles: dict[str, float]) -> dict[str, float]:
+    rows = rows[rows[W.COUNT] > 0]
+    if rows.empty:
+        return dict.fromkeys(percentiles, float("nan"))
+    if len(rows) == 1 and set(percentiles) <= set(W.PCT_COLUMNS):
+        return {col: float(rows[col].iloc[0]) for col in percentiles}
+    values = W.merged(rows, path).get_percentile_to_value_dict(list(percentiles.values()))
+    return {col: round(values[p] / 1000, 3) for col, p in percentiles.items()}
+
+
+def series_percentiles(
+    windows: pd.DataFrame, path: str | Path, bounds: list[tuple[int, int]], offset_s: float
+) -> pd.DataFrame:
+    """Per endpoint and history window (start, end]: p50/p95/p99 of the 1 s windows inside it,
+    merged. Columns: endpoint, t_s (the end), p50_ms, p95_ms, p99_ms."""
+    pcts = {C.P50_MS: 50.0, C.P95_MS: 95.0, C.P99_MS: 99.0}
+    which = np.full(len(windows), -1, dtype=np.int64)
+    w = windows[W.WINDOW].to_numpy()
+    for i, (start, end) in enumerate(bounds):
+        first, stop = window_range(start, end, offset_s)
+        which[(w >= first) & (w < stop)] = i
+    tagged = windows.assign(_bound=which)
+    tagged = tagged[tagged["_bound"] >= 0]
+    rows = []
+    for (endpoint, i), group in tagged.groupby([C.ENDPOINT, "_bound"], observed=True, sort=True):
+        rows.append({C.ENDPOINT: str(endpoint), C.TIME_S: bounds[int(i)][1], **_percentiles(group, path, pcts)})
+    return pd.DataFrame(rows, columns=[C.ENDPOINT, C.TIME_S, *pcts])
+
+
+# --- the latency distribution (HdrHistogram's percentile plot) --------------------------------------
+
+MAX_NINES = 5
+"""The plot's right end at most: 99.999 % (1/(1-q) = 10^5); further needs more samples than a run of
+minutes has, and the last point is the max anyway."""
+POINTS = 200
+"""Percentiles evaluated per line: smooth at report size, one pass over the counts."""
+
+
+def distribution(hist: HdrHistogram) -> pd.DataFrame:
+    """HIST's percentile curve: columns `x` = 1/(1-q) (1 = the min, 10 = p90, 100 = p99 ...),
+    `percentile` (q in %), `ms`; x log-spaced up to the sample count (past it every percentile is
+    the max), the max as the last point. Empty for an empty histogram."""
+    n = hist.get_total_count()
+    if not n:
+        return pd.DataFrame(columns=["x", "percentile", "ms"])
+    top = min(float(n), 10.0**MAX_NINES)
+    x = np.unique(np.logspace(0, math.log10(top), POINTS)) if top > 1 else np.array([1.0])
+    q = 100.0 * (1.0 - 1.0 / x)
+    values = hist.get_percentile_to_value_dict(q.tolist())
+    ms = [values[p] / 1000 for p in q.tolist()]
+    frame = pd.DataFrame({"x": x, "percentile": q, "ms": ms})
+    last = pd.DataFrame({"x": [top], "percentile": [100.0 * (1 - 1 / top)], "ms": [hist.get_max_value() / 1000]})
+    return pd.concat([frame, last], ignore_index=True)
