@@ -4,8 +4,11 @@ A step-load run (locustfiles/step_load.py) holds each user count for SECONDS. Pe
 - throughput: the difference of the cumulative request count within the step only, after
   settle_s(interval) seconds (spawning, and the workers' last report of the previous step), over a
   whole number of report intervals (timeseries.rate: the one place per-time rates come from);
-- latency: the median of Locust's ~10 s-window p50/p95 over the step's rows whose window holds
-  only this step's responses (from PCT_WINDOW_S + one report interval into the step).
+- latency: exact when the run has its windows file: p50/p95 of the step's 1 s windows over the same
+  span as its throughput, their HDR histograms merged first (exact.py; percentiles are never
+  averaged); else (older folders, `rounded`) the median of Locust's ~10 s-window p50/p95 over the
+  step's rows whose window holds only this step's responses (from PCT_WINDOW_S + one report
+  interval into the step).
 
 Saturation is throughput per user falling clearly below its low-load value AND latency up, in that
 step and every later one (a server at its limit cannot recover while the load keeps rising). The
@@ -25,8 +28,12 @@ from swarmbench.core.wait import try_parse
 
 from . import columns as C
 from .bottleneck import run_verdict
+from .exact import EXACT, ROUNDED, span_percentiles, window_offset_s, window_range
 from .load import Run
-from .timeseries import PCT_WINDOW_S, Grid, grids, rate, report_interval_s
+from .timeseries import PCT_WINDOW_S, Grid, rate, report_interval_s, run_grids
+
+FIRST_WINDOW, STOP_WINDOW = "first_window", "stop_window"
+"""A step's 1 s windows of the windows file, [first, stop), when its latency is exact."""
 
 SETTLE_S = 5
 """Seconds skipped at the start of each step for its throughput: the step's users spawn within ~1 s
@@ -53,7 +60,7 @@ NOISY = "noisy"
 
 @dataclass(frozen=True)
 class Knee:
-    steps: pd.DataFrame  # users, t_s, window_s, rps, rps_per_user, p50_ms, p95_ms, state; in order
+    steps: pd.DataFrame  # users, t_s, window_s, rps, rps_per_user, p50_ms, p95_ms, latency, state; in order
     index: int | None  # row of the knee in steps; None when the server did not saturate
     floor_ms: float | None  # low-load p95
     per_user: float  # low-load throughput per user (requests/s)
@@ -84,6 +91,7 @@ class Knee:
                 "over (s)": t[C.WINDOW_S].astype(int),
                 "p50 ms": t[C.P50_MS],
                 "p95 ms": t[C.P95_MS],
+                "latency": t[C.LATENCY] if C.LATENCY in t else ROUNDED,
                 "step": t["state"],
             }
         )
@@ -171,19 +179,36 @@ def _levels(agg: Grid) -> list[tuple[int, int, int]]:
 
 def steps(run: Run) -> pd.DataFrame | None:
     """One row per step of the run's history, in time order; None when it is not a step load."""
-    h = run.history
-    if h is None or h.empty or not (h[C.ENDPOINT] == C.AGGREGATED).any():
+    by_endpoint = run_grids(run)
+    if by_endpoint is None:
         return None
-    agg = grids(h)[C.AGGREGATED]
+    agg = by_endpoint[C.AGGREGATED]
     interval = report_interval_s(agg.requests)
     rows = [row for level in _levels(agg) if (row := _step(agg, interval, *level)) is not None]
     if len(rows) < MIN_STEPS:
         return None
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return _exact_latency(run, table) if run.latency.windows is not None else table.assign(**{C.LATENCY: ROUNDED})
+
+
+def _exact_latency(run: Run, table: pd.DataFrame) -> pd.DataFrame:
+    """Each step's p50/p95 from its 1 s windows over its throughput span, merged (exact.py)."""
+    offset = window_offset_s(run.history, run.meta.started_at)
+    where = run.latency.windows_path or "windows"
+    spans = [window_range(end - width, end, offset) for end, width in zip(table[C.TIME_S], table[C.WINDOW_S], strict=True)]
+    pcts = {C.P50_MS: 50.0, C.P95_MS: 95.0}
+    values = [span_percentiles(run.latency.windows, where, C.AGGREGATED, lo, hi, pcts) for lo, hi in spans]
+    for col in pcts:
+        table[col] = [v[col] for v in values]
+    table[FIRST_WINDOW] = [lo for lo, _ in spans]
+    table[STOP_WINDOW] = [hi for _, hi in spans]
+    table[C.LATENCY] = EXACT
+    return table
 
 
 def _step(agg: Grid, interval: int, users: int, first: int, last: int) -> dict | None:
-    """The step's throughput over whole report intervals ending at its last second, after settling."""
+    """The step's throughput over whole report intervals ending at its last second, after settling;
+    Locust's (rounded) latency, replaced by the exact one where the run has windows."""
     span = (last - first - settle_s(interval)) // interval * interval
     if span <= 0:
         return None

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from . import columns as C
+from .exact import EXACT, ROUNDED, series_percentiles, window_offset_s
 from .load import Run
 
 MAX_POINTS = 400
@@ -227,23 +228,47 @@ def rate(grid: Grid, start: int, end: int, what: str = "requests") -> float:
 # --- the series -------------------------------------------------------------------------------------
 
 
-def run_series(run: Run, max_points: int = MAX_POINTS) -> pd.DataFrame:
-    """The run's series: one row per (endpoint, window), Aggregated first; columns as timeseries.csv
-    without run_id. attrs: interval_s, window_s, pct_window ('10s' or 'cumulative'), masked (how many
-    percentile values exceeded the run's max and were dropped, per column)."""
+def run_grids(run: Run) -> dict[str, Grid] | None:
+    """grids() of the run's history, computed once per run (the series and the knee both need them)."""
     h = run.history
     if h is None or h.empty or not (h[C.ENDPOINT] == C.AGGREGATED).any():
+        return None
+    if "grids" not in run.derived:
+        run.derived["grids"] = grids(h)
+    return run.derived["grids"]
+
+
+def run_series(run: Run, max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """The run's series, computed once per run (the report's chart and timeseries.csv share it)."""
+    key = ("series", max_points)
+    if key not in run.derived:
+        run.derived[key] = _run_series(run, max_points)
+    return run.derived[key]
+
+
+def _run_series(run: Run, max_points: int) -> pd.DataFrame:
+    """One row per (endpoint, window), Aggregated first; columns as timeseries.csv without run_id.
+    Percentiles: exact when the run has its windows file (the 1 s windows inside each window, merged),
+    else Locust's history values (`latency` says which). attrs: interval_s, window_s, pct_window
+    ('exact', '10s' or 'cumulative'), masked (how many rounded values exceeded the run's max and
+    were dropped, per column)."""
+    h = run.history
+    by_endpoint = run_grids(run)
+    if by_endpoint is None:
         return pd.DataFrame(columns=C.TIMESERIES_COLUMNS[1:])
-    by_endpoint = grids(h)
     agg = by_endpoint[C.AGGREGATED]
     win = windows(agg, max_points)
     if not win.bounds:  # one history row (Locust < 2.16 flushes every 10 s): no window to measure
         return pd.DataFrame(columns=C.TIMESERIES_COLUMNS[1:])
-    max_ms = dict(zip(run.stats[C.ENDPOINT], run.stats[C.MAX_MS], strict=True))
+    exact = _exact_series(run, [(start, end) for start, end, _ in win.bounds])
+    max_ms = {} if exact is not None else dict(zip(run.stats[C.ENDPOINT], run.stats[C.MAX_MS], strict=True))
     frames, masked = [], {c: 0 for c in PERCENTILE_COLS}
     for endpoint in [C.AGGREGATED, *(e for e in by_endpoint if e != C.AGGREGATED)]:
         frame = _endpoint_series(by_endpoint[endpoint], win)
         frame.insert(0, C.ENDPOINT, endpoint)
+        frame[C.LATENCY] = ROUNDED if exact is None else EXACT
+        if exact is not None:
+            frame = _with_exact(frame, exact[exact[C.ENDPOINT] == endpoint])
         cap = max_ms.get(endpoint)
         if cap is not None and not pd.isna(cap):
             for col in PERCENTILE_COLS:
@@ -255,10 +280,27 @@ def run_series(run: Run, max_points: int = MAX_POINTS) -> pd.DataFrame:
     out.attrs = {
         "interval_s": win.interval_s,
         "window_s": win.width_s,
-        "pct_window": h.attrs.get("window", "10s"),
+        "pct_window": EXACT if exact is not None else h.attrs.get("window", "10s"),
         "masked": masked,
     }
     return out
+
+
+def _exact_series(run: Run, bounds: list[tuple[int, int]]) -> pd.DataFrame | None:
+    """Exact p50/p95/p99 per endpoint and window from the run's windows file (None without one)."""
+    windows = run.latency.windows
+    if windows is None:
+        return None
+    offset = window_offset_s(run.history, run.meta.started_at)
+    return series_percentiles(windows, run.latency.windows_path or "windows", bounds, offset)
+
+
+def _with_exact(frame: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
+    """FRAME's percentile columns replaced by EXACT's, window by window (NaN: no sample in it)."""
+    values = exact.set_index(C.TIME_S)
+    for col in PERCENTILE_COLS:
+        frame[col] = frame[C.TIME_S].map(values[col]).astype(float)
+    return frame
 
 
 def _endpoint_series(grid: Grid, win: Windows) -> pd.DataFrame:
@@ -277,7 +319,7 @@ def _endpoint_series(grid: Grid, win: Windows) -> pd.DataFrame:
                 C.PARTIAL: partial,
             }
         )
-    return pd.DataFrame(rows, columns=C.TIMESERIES_COLUMNS[2:])
+    return pd.DataFrame(rows, columns=C.TIMESERIES_COLUMNS[2:-1])
 
 
 def _window_pct(values: np.ndarray, width: int) -> float:

@@ -36,7 +36,7 @@ _DTYPES = {
     NAME: "category",
     KIND: "category",
     COUNT: "float64",
-    **dict.fromkeys(PCT_COLUMNS.values(), "float32"),
+    **dict.fromkeys(PCT_COLUMNS.values(), "float64"),  # as written: 3 decimals, no float32 noise
     HDR: "str",
 }
 
