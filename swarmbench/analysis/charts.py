@@ -15,7 +15,7 @@ import pandas as pd
 from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS
 
 from . import columns as C
-from . import health, open_knee, open_model, plots, plots_time
+from . import health, open_knee, open_model, plots, plots_latency, plots_time
 from .knee import Knee, step_load_knee
 from .load import Run
 from .plots import figure_png
@@ -51,6 +51,7 @@ def render_charts(
         *_comparison_charts(runs, summary),
         *_knee_charts(runs),
         *_whole_run_charts(summary),
+        *_distribution_charts(runs),
         *_over_time_charts(runs),
         *_health_charts(runs),
         *_open_model_charts(runs, knee_p99_ms),
@@ -116,9 +117,16 @@ def _knee_charts(runs: Sequence[Run]) -> list[Chart]:
 
 
 def _knee_chart(run: Run, k: Knee) -> Chart:
+    exact = C.LATENCY in k.steps and (k.steps[C.LATENCY] == "exact").all()
+    latency = (
+        "its p50/p95 exact: the step's 1 s HDR windows over the same span merged, then the percentile."
+        if exact
+        else "its p50/p95 rounded: the median of Locust's ~10 s-window values once that window holds "
+        "the step alone (no histogram files)."
+    )
     caption = (
-        " One point per step: its throughput from request counts within the step after settling, its "
-        "p50/p95 the median of Locust's ~10 s-window values once that window holds the step alone."
+        " One point per step: its throughput from request counts within the step after settling, "
+        + latency
     )
     png = figure_png(plots_time.knee_figure(k, run.label))
     name = f"knee_{safe_filename(run.run_id)}.png"
@@ -131,7 +139,8 @@ def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
         Chart(
             "endpoint_percentiles.png",
             "Response-time percentiles per endpoint",
-            "Locust's cumulative percentiles over each whole run (from *_stats.csv).",
+            "Percentiles over each whole run: exact from the run's HDR histograms where it has them, else "
+            "Locust's cumulative ones from *_stats.csv (rounded); summary.csv's latency column says which.",
             figure_png(plots.endpoint_percentiles_figure(summary)),
         )
     ]
@@ -144,6 +153,44 @@ def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
                 figure_png(plots.latency_vs_users_figure(summary)),
             )
         )
+    return charts
+
+
+def configurations(runs: Sequence[Run]) -> list[tuple[str, list[Run]]]:
+    """The runs with exact histograms, grouped by configuration (the scaling group's settings and the
+    worker count: repeats of one configuration together), labelled like Run.label without the repeat."""
+    from .scaling import group_key
+
+    groups: dict[object, tuple[str, list[Run]]] = {}
+    for run in runs:
+        if run.latency.book is None:
+            continue
+        key = (group_key(run), run.workers) if run.has_manifest else run.folder
+        label = " ".join(p for p in run.label.split(" ") if not p.startswith("#"))
+        groups.setdefault(key, (label, []))[1].append(run)
+    return list(groups.values())
+
+
+def _distribution_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Per endpoint, the exact latency distribution, one line per configuration (repeats merged)."""
+    configs = configurations(runs)
+    if not configs:
+        return []
+    charts = []
+    for endpoint in plots_latency.endpoints_of(runs):
+        lines = plots_latency.configuration_lines(configs, endpoint)
+        if lines:
+            charts.append(
+                Chart(
+                    f"latency_distribution_{safe_filename(endpoint)}.png",
+                    f"Latency distribution — {endpoint}",
+                    "Exact (HDR histograms, 3 significant digits): latency at each percentile of the "
+                    "service time, x = 1/(1 − q) on a log scale; one line per configuration, its repeats' "
+                    "histograms merged (not their percentiles averaged); the last point is the max. Runs "
+                    "without histogram files (rounded) are not drawn.",
+                    figure_png(plots_latency.distribution_figure(lines, endpoint)),
+                )
+            )
     return charts
 
 
@@ -162,12 +209,23 @@ def _over_time_charts(runs: Sequence[Run]) -> list[Chart]:
                 f"{series.attrs['window_s']} s windows (the workers' report interval, "
                 f"{series.attrs['interval_s']} s, read from when the counts change), not Locust's "
                 "lagging Requests/s column; dotted: partial windows holding the workers' first reports "
-                "or final flush. Percentiles: Locust's, at each window's end; empty windows are gaps. "
-                "The same numbers are in timeseries.csv.",
+                "or final flush. " + _over_time_latency(series) + " The same numbers are in timeseries.csv.",
                 figure_png(plots_time.over_time_figure(series, run.label)),
             )
         )
     return charts
+
+
+def _over_time_latency(series: pd.DataFrame) -> str:
+    if series.attrs.get("pct_window") == "exact":
+        return (
+            "Percentiles exact: each window's own, from the run's 1 s HDR windows inside it merged "
+            "(no trailing average); empty windows are gaps."
+        )
+    return (
+        "Percentiles rounded: Locust's history values (a trailing ~10 s window, 2 significant "
+        "digits) at each window's end; empty windows are gaps."
+    )
 
 
 def _health_charts(runs: Sequence[Run]) -> list[Chart]:

@@ -32,10 +32,12 @@ def message(fig: Figure, text: str) -> Figure:
 
 
 def window_label(series: pd.DataFrame) -> str:
-    """Which window the history percentiles are over (Locust's, not ours)."""
+    """Which window the percentiles are over: each window's own (exact), or Locust's (rounded)."""
+    if series.attrs.get("pct_window") == "exact":
+        return "exact, each window's own"
     if series.attrs.get("pct_window", "10s") == "10s":
-        return "Locust's ~10 s window"
-    return "cumulative since start (Aggregated-only history)"
+        return "rounded, Locust's trailing ~10 s window"
+    return "rounded, cumulative since start (Aggregated-only history)"
 
 
 def over_time_figure(series: pd.DataFrame, title: str) -> Figure:
@@ -61,7 +63,10 @@ def _percentile_axes(ax, series: pd.DataFrame, agg: pd.DataFrame) -> None:
     for (endpoint, rows), color in zip(per_endpoint, _ENDPOINT_COLORS * 8, strict=False):
         ax.plot(rows[C.TIME_S], rows[C.P95_MS], lw=0.9, color=color, ls="--", label=f"p95 {endpoint}")
     shown = series[list(PCT_STYLE)].to_numpy().ravel().tolist()
-    notes = [resolution_note(shown) + " (steps smaller than that are rounding, not change)"]
+    if series.attrs.get("pct_window") == "exact":
+        notes = ["exact: HDR histograms of each window, 3 significant digits"]
+    else:
+        notes = [resolution_note(shown) + " (steps smaller than that are rounding, not change)"]
     masked = {k: v for k, v in series.attrs.get("masked", {}).items() if v}
     if masked:
         which = ", ".join(f"{PCT_STYLE[k][0]} ×{v}" for k, v in masked.items())
