@@ -125,8 +125,7 @@ def _knee_chart(run: Run, k: Knee) -> Chart:
         "the step alone (no histogram files)."
     )
     caption = (
-        " One point per step: its throughput from request counts within the step after settling, "
-        + latency
+        " One point per step: its throughput from request counts within the step after settling, " + latency
     )
     png = figure_png(plots_time.knee_figure(k, run.label))
     name = f"knee_{safe_filename(run.run_id)}.png"

@@ -132,11 +132,18 @@ def window_range(start: float, end: float, offset_s: float) -> tuple[int, int]:
 
 
 def span_percentiles(
-    windows: pd.DataFrame, path: str | Path, endpoint: str, first: int, stop: int, percentiles: dict[str, float]
+    windows: pd.DataFrame,
+    path: str | Path,
+    endpoint: str,
+    first: int,
+    stop: int,
+    percentiles: dict[str, float],
 ) -> dict[str, float]:
     """ENDPOINT's PERCENTILES ({column: p}) over windows FIRST..STOP-1, ms, from their histograms
     merged (NaN without samples). One window: the file's own values, nothing decoded."""
-    rows = windows[(windows[W.WINDOW] >= first) & (windows[W.WINDOW] < stop) & (windows[C.ENDPOINT] == endpoint)]
+    rows = windows[
+        (windows[W.WINDOW] >= first) & (windows[W.WINDOW] < stop) & (windows[C.ENDPOINT] == endpoint)
+    ]
     return _percentiles(rows, path, percentiles)
 
 
@@ -165,7 +172,9 @@ def series_percentiles(
     tagged = tagged[tagged["_bound"] >= 0]
     rows = []
     for (endpoint, i), group in tagged.groupby([C.ENDPOINT, "_bound"], observed=True, sort=True):
-        rows.append({C.ENDPOINT: str(endpoint), C.TIME_S: bounds[int(i)][1], **_percentiles(group, path, pcts)})
+        rows.append(
+            {C.ENDPOINT: str(endpoint), C.TIME_S: bounds[int(i)][1], **_percentiles(group, path, pcts)}
+        )
     return pd.DataFrame(rows, columns=[C.ENDPOINT, C.TIME_S, *pcts])
 
 
@@ -191,5 +200,7 @@ def distribution(hist: HdrHistogram) -> pd.DataFrame:
     values = hist.get_percentile_to_value_dict(q.tolist())
     ms = [values[p] / 1000 for p in q.tolist()]
     frame = pd.DataFrame({"x": x, "percentile": q, "ms": ms})
-    last = pd.DataFrame({"x": [top], "percentile": [100.0 * (1 - 1 / top)], "ms": [hist.get_max_value() / 1000]})
+    last = pd.DataFrame(
+        {"x": [top], "percentile": [100.0 * (1 - 1 / top)], "ms": [hist.get_max_value() / 1000]}
+    )
     return pd.concat([frame, last], ignore_index=True)

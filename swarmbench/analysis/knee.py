@@ -91,7 +91,7 @@ class Knee:
                 "over (s)": t[C.WINDOW_S].astype(int),
                 "p50 ms": t[C.P50_MS],
                 "p95 ms": t[C.P95_MS],
-                "latency": t[C.LATENCY] if C.LATENCY in t else ROUNDED,
+                "latency": t.get(C.LATENCY, ROUNDED),
                 "step": t["state"],
             }
         )
@@ -188,14 +188,21 @@ def steps(run: Run) -> pd.DataFrame | None:
     if len(rows) < MIN_STEPS:
         return None
     table = pd.DataFrame(rows)
-    return _exact_latency(run, table) if run.latency.windows is not None else table.assign(**{C.LATENCY: ROUNDED})
+    return (
+        _exact_latency(run, table)
+        if run.latency.windows is not None
+        else table.assign(**{C.LATENCY: ROUNDED})
+    )
 
 
 def _exact_latency(run: Run, table: pd.DataFrame) -> pd.DataFrame:
     """Each step's p50/p95 from its 1 s windows over its throughput span, merged (exact.py)."""
     offset = window_offset_s(run.history, run.meta.started_at)
     where = run.latency.windows_path or "windows"
-    spans = [window_range(end - width, end, offset) for end, width in zip(table[C.TIME_S], table[C.WINDOW_S], strict=True)]
+    spans = [
+        window_range(end - width, end, offset)
+        for end, width in zip(table[C.TIME_S], table[C.WINDOW_S], strict=True)
+    ]
     pcts = {C.P50_MS: 50.0, C.P95_MS: 95.0}
     values = [span_percentiles(run.latency.windows, where, C.AGGREGATED, lo, hi, pcts) for lo, hi in spans]
     for col in pcts:

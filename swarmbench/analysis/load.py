@@ -40,7 +40,9 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     path_id: str | None = None  # set by load_runs when another folder has the same run id
     latency: RunLatency = field(default_factory=RunLatency)  # the HDR histograms (exact.py), if any
-    derived: dict = field(default_factory=dict, repr=False)  # computed once per run (timeseries' grids, series)
+    derived: dict = field(
+        default_factory=dict, repr=False
+    )  # computed once per run (timeseries' grids, series)
 
     @property
     def run_id(self) -> str:

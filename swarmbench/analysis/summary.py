@@ -101,14 +101,18 @@ def _with_exact(run: Run) -> pd.DataFrame:
         return s
     cols = list(TABLE_COLUMNS.values())
     s[cols] = s[cols].astype(float)
-    for i, (method, name, requests) in enumerate(zip(s[C.METHOD], s[C.ENDPOINT_NAME], s[C.REQUESTS], strict=True)):
+    for i, (method, name, requests) in enumerate(
+        zip(s[C.METHOD], s[C.ENDPOINT_NAME], s[C.REQUESTS], strict=True)
+    ):
         hist = endpoint_histogram(book, method, name)
         if requests and hist.get_total_count() == requests:
             values = table_values(hist)
             s.iloc[i, [s.columns.get_loc(c) for c in cols]] = [values[c] for c in cols]
             s.iloc[i, s.columns.get_loc(C.LATENCY)] = EXACT
     return s
-    for i, (method, name, requests) in enumerate(zip(s[C.METHOD], s[C.ENDPOINT_NAME], s[C.REQUESTS], strict=True)):
+    for i, (method, name, requests) in enumerate(
+        zip(s[C.METHOD], s[C.ENDPOINT_NAME], s[C.REQUESTS], strict=True)
+    ):
         hist = endpoint_histogram(book, method, name)
         if requests and hist.get_total_count() == requests:
             for col, value in table_values(hist).items():
