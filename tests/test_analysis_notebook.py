@@ -14,12 +14,13 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "analysis.ipynb"
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
 EXAMPLES = ROOT / "results" / "examples"
+EXACT = ROOT / "tests" / "fixtures" / "exact"  # runs with HDR histogram files: the exact paths
 
 
 def result_sets() -> list[Path]:
     if os.environ.get("SWARMBENCH_TEST_RESULTS"):
         return [Path(p) for p in os.environ["SWARMBENCH_TEST_RESULTS"].split(os.pathsep)]
-    return [FIXTURES] + ([EXAMPLES] if any(EXAMPLES.rglob("*_stats.csv")) else [])
+    return [FIXTURES, EXACT] + ([EXAMPLES] if any(EXAMPLES.rglob("*_stats.csv")) else [])
 
 
 def test_notebook_defaults_to_results_examples():
