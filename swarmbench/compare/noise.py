@@ -2,10 +2,9 @@
 
 The block bootstrap sees the variation WITHIN a run (window to window). Identical runs also differ
 as a whole (a neighbour's load, CPU frequency, where the allocator put things): one run per side
-cannot show that, and 2-3 repeats show it poorly (a bootstrap of k values has (k-1)/k of their
-variance and no t-quantile). So every side's replicates are widened by the excess run-to-run noise
-divided by sqrt(runs): from an A/A calibration stored with the baseline (`compare --calibrate`, or
-`make ab` with B = A), else DEFAULT_NOISE.
+cannot show that, so a side of one run has its replicates widened by the excess run-to-run noise:
+from an A/A calibration stored with the baseline (`compare --calibrate`), else DEFAULT_NOISE. With
+repeats the bootstrap resamples the runs themselves (stats.small_sample_correction).
 
 Calibration (method in one line): CALIBRATION_METHOD.
 """

@@ -24,8 +24,8 @@ from swarmbench.hdr_windows import WINDOW_S
 
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "
-    "within each run; merge the drawn windows' histograms; widen each side by the run-to-run noise "
-    "/ sqrt(runs); percentile CI of the difference"
+    "within each run; merge the drawn windows' histograms; Bessel-corrected spread; a single run's side widened by the "
+    "run-to-run noise; percentile CI of the difference"
 )
 """The method in one line, for the terminal table, compare.json and the HTML report."""
 
@@ -179,27 +179,29 @@ def resample(side: Side, replicates: int, rng: np.random.Generator) -> tuple[np.
 def bootstrap(
     side: Side, grid: Grid, metrics: list[str], replicates: int, rng: np.random.Generator
 ) -> dict[str, dict[str, np.ndarray]]:
-    """{metric: {name: replicate values}} of one side, with its run-to-run noise folded in: each
-    replicate times (1 + noise / sqrt(runs) * Z), Z standard normal, so an interval from one run per
-    side is as wide as the spread between identical runs makes it (noise.py says why always)."""
+    """{metric: {name: replicate values}} of one side. Spread by small_sample_correction(); a side
+    of ONE run also gets its run-to-run noise folded in, each replicate times (1 + noise * Z), Z
+    standard normal: one run cannot show how identical runs differ (noise.py)."""
     weights, windows = resample(side, replicates, rng)
     out = statistics(weights, side, grid, metrics, windows)
-    stretch = block_correction(side)
+    stretch = small_sample_correction(side)
     for metric in metrics:
         out[metric] = {name: stretched(v, stretch) for name, v in out[metric].items()}
-        sigma = side.noise.get(metric, 0.0) / math.sqrt(len(side.runs))
+        sigma = side.noise.get(metric, 0.0) if len(side.runs) == 1 else 0.0
         if sigma > 0:
             factor = 1 + sigma * rng.standard_normal(replicates)
             out[metric] = {name: v * factor for name, v in out[metric].items()}
     return out
 
 
-def block_correction(side: Side) -> float:
-    """sqrt(b / (b - 1)) for a side of b blocks in all: the bootstrap's variance is the plug-in
-    variance over its blocks, (b - 1)/b of the unbiased one (Bessel's correction at the block level;
-    a 15 s run has 4 blocks, and the uncorrected interval would be 13 % too narrow)."""
+def small_sample_correction(side: Side) -> float:
+    """sqrt(m / (m - 1)), m the side's blocks in all, or its runs when it has several: a bootstrap's
+    variance is the plug-in variance over what it resamples, (m - 1)/m of the unbiased one (Bessel's
+    correction). A 15 s run has 4 blocks (13 % too narrow uncorrected); 3 repeats, 22 %. Runs
+    dominate when there are several: between-run spread is the larger part on a shared machine."""
     blocks = sum(math.ceil(r.windows / block_length(r.windows)) for r in side.runs)
-    return math.sqrt(blocks / (blocks - 1)) if blocks > 1 else 1.0
+    m = len(side.runs) if len(side.runs) > 1 else blocks
+    return math.sqrt(m / (m - 1)) if m > 1 else 1.0
 
 
 def stretched(values: np.ndarray, factor: float) -> np.ndarray:
