@@ -61,7 +61,7 @@ knee: $(VENV)/.installed ## step load (STEP_USERS or STEP_RATES="START STEP SECO
 	$(SWEEP_PYTHON) -m swarmbench knee
 
 # BASELINE and CANDIDATE reach the command through the environment (its defaults for the two paths).
-compare: $(VENV)/.installed ## did it get slower? BASELINE=run-or-repeats CANDIDATE=... -> results/compare-<time>/ (exit 3: regressed)
+compare: $(VENV)/.installed ## did it get slower? BASELINE=run-or-repeats CANDIDATE=... -> results/compare-<time>/ (docs/compare.md)
 	$(SWARMBENCH_PYTHON) -m swarmbench compare
 
 tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin

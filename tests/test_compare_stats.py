@@ -147,39 +147,30 @@ def test_ci_covers_the_true_difference_in_at_least_90_percent_of_200_seeds(metri
     assert covered >= 180, f"coverage {covered / 200:.0%}"
 
 
-def test_identical_single_runs_are_called_regressed_in_at_most_5_percent():
-    """A/A, one run per side, each run with its own run-level factor (the noise one run cannot
-    show, 4 % here) and the calibrated noise folded in: no metric regressed in > 5 % of 200 trials."""
-    regressed = dict.fromkeys(("throughput", "p50", "p95"), 0)
-    for seed in range(200):
+def a_a_regressions(trials: int, run_sd: float, noise: float, metrics: list[str]) -> dict[str, int]:
+    """A/A, one run per side, each run scaled by its own run-level factor exp(N(0, RUN_SD)) (what
+    one run cannot show), NOISE folded in: how many trials call each metric regressed."""
+    regressed = dict.fromkeys(metrics, 0)
+    for seed in range(trials):
         rng = np.random.default_rng(seed)
-        base, cand = (
-            [samples(rng, math.exp(rng.normal(0, 0.04)))],
-            [samples(rng, math.exp(rng.normal(0, 0.04)))],
-        )
-        grid, a, b = sides(base, cand, noise=0.04)
-        found = stats.compare(a, b, grid, list(regressed), seed=seed, replicates=200)
-        for metric in regressed:
+        runs = [[samples(rng, math.exp(rng.normal(0, run_sd)))] for _ in range(2)]
+        grid, a, b = sides(*runs, noise=noise)
+        found = stats.compare(a, b, grid, metrics, seed=seed, replicates=200)
+        for metric in metrics:
             regressed[metric] += verdict(metric, found[metric][NAME], 0.05) == REGRESSED
+    return regressed
+
+
+def test_identical_single_runs_are_called_regressed_in_at_most_5_percent():
+    """Run-level SD 4 % and the calibrated 4 % folded in: no metric regressed in > 5 % of 200."""
+    regressed = a_a_regressions(200, 0.04, 0.04, ["throughput", "p50", "p95"])
     assert max(regressed.values()) <= 10, regressed
 
 
 def test_without_the_noise_term_identical_single_runs_would_be_called_regressed():
-    """The same trials without the folded-in noise: the bootstrap alone cannot see run-to-run
-    spread and calls far more than 5 % regressed (why the noise term exists). Run-level SD 6 %."""
-    regressed = 0
-    for seed in range(100):
-        rng = np.random.default_rng(seed)
-        base, cand = (
-            [samples(rng, math.exp(rng.normal(0, 0.06)))],
-            [samples(rng, math.exp(rng.normal(0, 0.06)))],
-        )
-        grid, a, b = sides(base, cand, noise=0.0)
-        regressed += (
-            verdict("p50", stats.compare(a, b, grid, ["p50"], seed=seed, replicates=200)["p50"][NAME], 0.05)
-            == REGRESSED
-        )
-    assert regressed > 10
+    """The same trials (run-level SD 6 %) without the noise term: the bootstrap alone cannot see
+    run-to-run spread and calls far more than 5 % regressed (why the noise term exists)."""
+    assert a_a_regressions(100, 0.06, 0.0, ["p50"])["p50"] > 10
 
 
 def test_a_10_percent_shift_is_detected_with_3_repeats():

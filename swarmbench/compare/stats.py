@@ -24,8 +24,8 @@ from swarmbench.hdr_windows import WINDOW_S
 
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "
-    "within each run; merge the drawn windows' histograms; Bessel-corrected spread; a single run's side widened by the "
-    "run-to-run noise; percentile CI of the difference"
+    "within each run; merge the drawn windows' histograms; Bessel-corrected spread; a single run's "
+    "side widened by the run-to-run noise; percentile CI of the difference"
 )
 """The method in one line, for the terminal table, compare.json and the HTML report."""
 
