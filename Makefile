@@ -13,6 +13,8 @@ override VENV := .venv
 # The sweep needs the analysis (pandas) at the end, and Locust itself with LOCAL=1: the venv's
 # Python, which `make sweep`/`knee` create on first use (like `make test`).
 SWEEP_PYTHON = $(VENV)/bin/python
+# `make compare` is analysis-side too (numpy): the same venv Python.
+SWARMBENCH_PYTHON = $(VENV)/bin/python
 # actionlint checks .github/workflows (and, where shellcheck is installed, their scripts). A Go
 # program, pinned and built from the Go module proxy into the venv: no binary to vendor.
 override ACTIONLINT_VERSION := v1.7.7
@@ -21,7 +23,7 @@ ACTIONLINT := $(VENV)/bin/actionlint
 KUSTOMIZE_VERSION ?= v5.7.1
 KUSTOMIZE := $(VENV)/bin/kustomize
 
-.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee tools test lint fmt test-go test-py clean-venv
+.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee compare tools test lint fmt test-go test-py clean-venv
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -57,6 +59,10 @@ sweep-stores: $(VENV)/.installed ## store strategies: STORES="mutex rwmutex sync
 
 knee: $(VENV)/.installed ## step load (STEP_USERS or STEP_RATES="START STEP SECONDS MAX", LOCAL=1) -> results/<run-id>/ + a report marking the knee
 	$(SWEEP_PYTHON) -m swarmbench knee
+
+# BASELINE and CANDIDATE reach the command through the environment (its defaults for the two paths).
+compare: $(VENV)/.installed ## did it get slower? BASELINE=run-or-repeats CANDIDATE=... -> results/compare-<time>/ (docs/compare.md)
+	$(SWARMBENCH_PYTHON) -m swarmbench compare
 
 tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin
 

@@ -88,11 +88,13 @@ class RunManifest(Record):
     events: list[Event] | None = None
     workers_timeline: list[WorkersPoint] | None = None
     latency: ExactLatency | None = None  # exact (HDR) latency files; absent before they existed
+    locustfile_sha256: str | None = None  # core/filehash.py: the load's code, for comparisons
 
     OMIT_WHEN_NONE = frozenset(
         {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
         | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
         | {"latency"}  # runs from before the exact latency files have none
+        | {"locustfile_sha256"}  # runs from before it was recorded
         | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
     )
     """Optional sections: absent from run.json unless the run had them (a run outside a sweep has

@@ -24,6 +24,7 @@ from locust.rpc import Message
 from locust.runners import LocalRunner, MasterRunner, Runner
 
 from swarmbench.core import exits, folder, target, verdict
+from swarmbench.core.filehash import locustfile_sha256
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sections import Totals
@@ -334,6 +335,7 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.started_at, m.ended_at = folder.utc_iso(started), folder.utc_iso(ended)
     m.duration_s = round((ended - started).total_seconds(), 3) if started and ended else None
     m.host, m.locustfile = env.host, opts.locustfile
+    m.locustfile_sha256 = locustfile_sha256(opts.locustfile)
     m.user_classes = tuple(c.__name__ for c in env.user_classes)
     if m.users is None:  # a step load records its peak users itself
         m.users = opts.num_users

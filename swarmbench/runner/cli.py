@@ -1,4 +1,4 @@
-"""`python -m swarmbench up|headless|sweep|knee`: every command make runs, validated first.
+"""`python -m swarmbench up|headless|sweep|knee|compare`: every command make runs, validated first.
 
 Settings come from the environment, under Locust's own names (LOCUST_USERS, LOCUST_RUN_TIME, ...)
 plus WORKERS; see docs/headless.md "Settings". A bad value stops here with one line, before any image is
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from swarmbench.core.errors import UsageError, die
 from swarmbench.core.experiment import MIXES, STORES, SWEEP_MODES
 
-from . import compose, knee, plan, settings, swarm, swarmlab, sweep
+from . import compare, compose, knee, plan, settings, swarm, swarmlab, sweep
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,6 +28,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["compare"]:  # its own parser, on the analysis side (runner/compare.py)
+        return compare.run(given[1:])
     parser = _Parser(prog="python -m swarmbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="the web UI on 127.0.0.1 with WORKERS workers (docker compose up)")

@@ -1,0 +1,7 @@
+"""`python -m swarmbench.compare`: what `python -m swarmbench compare` runs (in the venv)."""
+
+import sys
+
+from swarmbench.compare.cli import main
+
+sys.exit(main())

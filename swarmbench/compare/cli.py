@@ -1,0 +1,180 @@
+"""`python -m swarmbench compare BASELINE CANDIDATE` (= `python -m swarmbench.compare`): the only code
+of the comparison that writes files. Exit 3 when any metric regressed (the thresholds' code: too
+slow), 0 otherwise, 2 on bad input (one line naming the path; nothing written)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+from swarmbench.core import exits
+from swarmbench.core.errors import InputError, die
+
+from . import fairness, grid, html, noise, report, stats
+from .load import CompareWarning, RunData, is_run, read_side
+from .stats import METRICS
+from .verdict import INCONCLUSIVE, MIN_EFFECT, REGRESSED
+
+PROG = "swarmbench compare"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        die(f"{message} (see --help)", prog=PROG)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m swarmbench compare", description="Did it get slower? " + stats.METHOD + ".")
+    p.add_argument("baseline", nargs="?", type=Path, help="run folder or folder of repeats (BASELINE)")
+    p.add_argument("candidate", nargs="?", type=Path, help="run folder or folder of repeats (CANDIDATE)")
+    p.add_argument("-o", "--out", type=Path, help="output folder (default results/compare-<UTC time>)")
+    p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
+    p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
+    p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, of {', '.join(METRICS)}")
+    p.add_argument("--names", help="comma-separated request names (default: every name in common)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--noise", type=Path, help=f"run-to-run noise file (default: {noise.NOISE_JSON} with the baseline)"
+    )
+    p.add_argument("--allow-different", action="store_true", help="compare runs of different loads")
+    p.add_argument("--fail-on-inconclusive", action="store_true", help="exit 3 on inconclusive too")
+    p.add_argument(
+        "--calibrate",
+        type=Path,
+        metavar="DIR",
+        help=f"A/A: measure the run-to-run noise of DIR's identical runs into DIR/{noise.NOISE_JSON}",
+    )
+    return p
+
+
+def options(args: argparse.Namespace) -> dict:
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    bad = [m for m in metrics if m not in METRICS]
+    if bad or not metrics:
+        die(f"--metrics: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(METRICS)}", prog=PROG)
+    if not 0 < args.confidence < 100:
+        die(f"--confidence: {args.confidence:g} is not between 0 and 100", prog=PROG)
+    if not 0 <= args.min_effect < 100:
+        die(f"--min-effect: {args.min_effect:g} is not between 0 and 100", prog=PROG)
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    return {
+        "metrics": metrics,
+        "names": names,
+        "min_effect": args.min_effect / 100,
+        "confidence": args.confidence / 100,
+        "seed": args.seed,
+    }
+
+
+def out_dir(chosen: Path | None, inputs: list[Path]) -> Path:
+    """The output folder, checked before anything is computed: never inside a run folder, never
+    one that already holds a comparison."""
+    out = chosen or Path("results") / f"compare-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    for parent in [out.resolve(), *out.resolve().parents]:
+        if is_run(parent):
+            raise InputError(out, f"inside the run folder {parent}; choose another -o")
+    if (out / "compare.json").exists():
+        raise InputError(out, "already holds a comparison (nothing is written over)")
+    return out
+
+
+def calibrate(folder: Path, seed: int) -> int:
+    runs = read_side(folder)
+    if len(runs) < 2:
+        raise InputError(folder, "calibration needs at least two identical complete runs")
+    g, side, _ = grid.build(runs, runs[:1], [grid.names(runs, runs, None).common[-1]])
+    found = noise.calibrate(side, g, seed)
+    target = folder / noise.NOISE_JSON
+    target.write_text(json.dumps(noise.to_json(found, [r.path.name for r in runs]), indent=2) + "\n")
+    print(f"run-to-run noise of {len(runs)} runs -> {target}")
+    print(", ".join(f"{m} {v:.1%}" for m, v in found.items()))
+    return exits.OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    opts = options(args)
+    seen: list[str] = []
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        seen.append(str(message))
+        print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", CompareWarning)
+    try:
+        if args.calibrate:
+            return calibrate(args.calibrate, args.seed)
+        return compare(args, opts, seen)
+    except InputError as e:
+        die(str(e), prog=PROG)
+
+
+def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
+    base_path = args.baseline or (Path(os.environ["BASELINE"]) if os.environ.get("BASELINE") else None)
+    cand_path = args.candidate or (Path(os.environ["CANDIDATE"]) if os.environ.get("CANDIDATE") else None)
+    if base_path is None or cand_path is None:
+        die("give BASELINE and CANDIDATE (run folders or folders of repeats)", prog=PROG)
+    out = out_dir(args.out, [base_path, cand_path])
+    baseline, candidate = read_side(base_path), read_side(cand_path)
+    differ = fairness.differences(baseline, candidate)
+    refused = [d for d in differ if d.load]
+    if refused and not args.allow_different:
+        what = "; ".join(f"{d.setting} {d.baseline} vs {d.candidate}" for d in refused)
+        raise InputError(
+            cand_path, f"a different load than {base_path} ({what}); --allow-different to compare anyway"
+        )
+    found_names = grid.names(baseline, candidate, opts["names"])
+    if len(found_names.common) <= (0 if opts["names"] else 1):
+        raise InputError(cand_path, f"no request name in common with {base_path}")
+    noise_file = args.noise or noise.find(base_path)
+    level = noise.read(noise_file) if noise_file else dict(noise.DEFAULT_NOISE)
+    g, a, b = grid.build(baseline, candidate, found_names.common)
+    a.noise = b.noise = level
+    found = stats.compare(a, b, g, opts["metrics"], opts["confidence"], opts["seed"])
+    outcome = report.Outcome(
+        [str(r.path) for r in baseline],
+        [str(r.path) for r in candidate],
+        report.rows(found, opts["min_effect"]),
+        found_names,
+        differ,
+        opts,
+        level,
+        str(noise_file) if noise_file else "default, docs/compare.md",
+        not all(r.exact for r in baseline + candidate),
+        seen,
+    )
+    write(out, outcome, g, a, b, args.fail_on_inconclusive)
+    return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: bool) -> None:
+    text = report.table(outcome)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.txt").write_text(text + "\n")
+    (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
+    (out / "junit.xml").write_bytes(report.junit(outcome, fail_on_inconclusive))
+    (out / "compare.html").write_text(html.page(outcome, g, a, b), encoding="utf-8")
+    print(f"-> {out}/ (compare.txt, compare.json, junit.xml, compare.html)")
+
+
+def exit_code(outcome: report.Outcome, fail_on_inconclusive: bool) -> int:
+    if outcome.count(REGRESSED):
+        return exits.THRESHOLDS_BROKEN
+    if outcome.count(INCONCLUSIVE):
+        print(
+            f"{PROG}: warning: {outcome.count(INCONCLUSIVE)} inconclusive (more runs would tell)",
+            file=sys.stderr,
+        )
+        if fail_on_inconclusive:
+            return exits.THRESHOLDS_BROKEN
+    return exits.OK
+
+
+__all__ = ["RunData", "main"]

@@ -1,0 +1,170 @@
+"""A comparison's outcome and its text forms: the terminal table, compare.json, junit.xml. Pure:
+cli.py writes the files."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from xml.etree import ElementTree as ET
+
+from .fairness import Difference as SettingDifference
+from .grid import Names
+from .stats import METHOD, Difference
+from .verdict import INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
+
+UNITS = {"throughput": "req/s", "error_rate": "%", "p50": "ms", "p90": "ms", "p95": "ms", "p99": "ms"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric of one request name."""
+
+    name: str
+    metric: str
+    d: Difference
+    verdict: str
+    band: float
+
+
+@dataclass
+class Outcome:
+    baseline: list[str]
+    candidate: list[str]
+    rows: list[Row]
+    names: Names
+    settings: list[SettingDifference]
+    options: dict
+    noise: dict[str, float]
+    noise_source: str
+    rounded: bool
+    warnings: list[str] = field(default_factory=list)
+
+    def count(self, which: str) -> int:
+        return sum(r.verdict == which for r in self.rows)
+
+
+def rows(found: dict[str, dict[str, Difference]], min_effect: float) -> list[Row]:
+    """Every (name, metric) in the names' order, each with its verdict."""
+    names = list(next(iter(found.values())))
+    return [
+        Row(n, m, found[m][n], verdict(m, found[m][n], min_effect), band(m, found[m][n].baseline, min_effect))
+        for n in names
+        for m in found
+    ]
+
+
+def shown(metric: str, value: float) -> str:
+    """VALUE in the metric's display unit (error rate as a percentage)."""
+    if math.isnan(value):
+        return "-"
+    return (
+        f"{value * 100:.2f}" if metric == "error_rate" else f"{value:.3f}" if value < 100 else f"{value:.1f}"
+    )
+
+
+def relative(d: Difference) -> str:
+    rel = d.relative
+    return "-" if rel is None or math.isnan(rel) else f"{rel:+.1%}"
+
+
+def table(outcome: Outcome) -> str:
+    """The terminal table: one line per name and metric, then the verdict counts."""
+    head = ("name", "metric", "baseline", "candidate", "diff", "CI", "change", "verdict")
+    lines = [head]
+    for r in outcome.rows:
+        ci = f"[{shown(r.metric, r.d.low)}, {shown(r.metric, r.d.high)}]"
+        lines.append(
+            (
+                r.name,
+                f"{r.metric} ({UNITS[r.metric]})",
+                shown(r.metric, r.d.baseline),
+                shown(r.metric, r.d.candidate),
+            )
+            + (shown(r.metric, r.d.diff), ci, relative(r.d), r.verdict)
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+    counts = ", ".join(f"{outcome.count(v)} {v}" for v in VERDICTS)
+    return "\n".join([*header(outcome), "", *text, "", f"verdicts: {counts}"])
+
+
+def header(outcome: Outcome) -> list[str]:
+    o = outcome.options
+    out = [
+        f"baseline:  {len(outcome.baseline)} run(s)  {', '.join(outcome.baseline)}",
+        f"candidate: {len(outcome.candidate)} run(s)  {', '.join(outcome.candidate)}",
+        f"method: {METHOD}; {o['confidence']:.0%} CI, seed {o['seed']}, min effect {o['min_effect']:.0%}",
+        f"run-to-run noise ({outcome.noise_source}): "
+        + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items()),
+    ]
+    if min(len(outcome.baseline), len(outcome.candidate)) == 1:
+        out.append(
+            "note: one run on a side cannot show run-to-run variance; the noise above is folded into the CI"
+        )
+    if outcome.rounded:
+        out.append("note: some runs have no histograms: Locust's per-second history numbers used (rounded)")
+    for s in outcome.settings:
+        kind = "load" if s.load else "setting"
+        out.append(f"differs ({kind}): {s.setting}: {s.baseline} -> {s.candidate}")
+    for label, only in (
+        ("baseline", outcome.names.baseline_only),
+        ("candidate", outcome.names.candidate_only),
+    ):
+        if only:
+            out.append(f"only in the {label} (not compared): {', '.join(only)}")
+    return out
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else round(value, 6)
+
+
+def to_json(outcome: Outcome) -> dict:
+    return {
+        "method": METHOD,
+        "options": outcome.options,
+        "baseline": outcome.baseline,
+        "candidate": outcome.candidate,
+        "noise": {"source": outcome.noise_source, "relative_sd": outcome.noise},
+        "rounded": outcome.rounded,
+        "settings_differ": [s.__dict__ for s in outcome.settings],
+        "names_only_in_baseline": outcome.names.baseline_only,
+        "names_only_in_candidate": outcome.names.candidate_only,
+        "warnings": outcome.warnings,
+        "verdicts": {v: outcome.count(v) for v in VERDICTS},
+        "results": [
+            {
+                "name": r.name,
+                "metric": r.metric,
+                "unit": "ratio" if r.metric == "error_rate" else UNITS[r.metric],
+                "baseline": _num(r.d.baseline),
+                "candidate": _num(r.d.candidate),
+                "diff": _num(r.d.diff),
+                "ci": [_num(r.d.low), _num(r.d.high)],
+                "relative": _num(r.d.relative) if r.d.relative is not None else None,
+                "band": _num(r.band),
+                "verdict": r.verdict,
+            }
+            for r in outcome.rows
+        ],
+    }
+
+
+def junit(outcome: Outcome, fail_on_inconclusive: bool = False) -> bytes:
+    """One testcase per (name, metric): a failure when regressed (or inconclusive, if asked)."""
+    failing = {REGRESSED, INCONCLUSIVE} if fail_on_inconclusive else {REGRESSED}
+    failures = sum(r.verdict in failing for r in outcome.rows)
+    suite = ET.Element(
+        "testsuite", name="swarmbench compare", tests=str(len(outcome.rows)), failures=str(failures)
+    )
+    for r in outcome.rows:
+        case = ET.SubElement(suite, "testcase", classname=f"compare.{r.name}", name=r.metric)
+        line = (
+            f"{r.metric} {r.name}: {shown(r.metric, r.d.baseline)} -> {shown(r.metric, r.d.candidate)} "
+            f"({relative(r.d)}), CI [{shown(r.metric, r.d.low)}, {shown(r.metric, r.d.high)}]: {r.verdict}"
+        )
+        if r.verdict in failing:
+            ET.SubElement(case, "failure", message=line, type=r.verdict)
+        else:
+            ET.SubElement(case, "system-out").text = line
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,29 @@
+"""`python -m swarmbench compare ...`: the comparison is analysis-side code (numpy, matplotlib), and
+this CLI is stdlib only. So it runs in the venv: directly when this interpreter has numpy (`make
+compare` uses the venv's Python), else by exec'ing the checkout's .venv/bin/python -m
+swarmbench.compare with the same arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from swarmbench.core.errors import die
+
+VENV_PYTHON = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python"
+"""The checkout's venv (what `make .venv/.installed` creates)."""
+
+
+def run(argv: list[str]) -> int:
+    if importlib.util.find_spec("numpy") is not None:
+        from swarmbench.compare.cli import main
+
+        return main(argv)
+    if not VENV_PYTHON.is_file():
+        die(f"compare needs the analysis packages: run `make .venv/.installed` ({VENV_PYTHON} is missing)")
+    os.execv(VENV_PYTHON, [str(VENV_PYTHON), "-m", "swarmbench.compare", *argv])
+    return 2  # not reached: execv replaces this process
+
+
+__all__ = ["run"]

@@ -1,0 +1,220 @@
+"""The comparison's statistics on synthetic histograms with known answers (swarmbench/compare/stats.py).
+
+Synthetic runs: per-window latency lognormal around 10 ms, times an AR(1) factor per window (windows
+are autocorrelated, as real ones are), recorded into the real HDR bucket grid. A known shift scales
+every latency, so the true difference of any percentile is the shift times the process's percentile.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from swarmbench.compare import stats
+from swarmbench.compare.load import bucket_values_us
+from swarmbench.compare.verdict import IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
+from swarmbench.hdr import new_histogram
+
+WINDOWS, PER_WINDOW = 60, 150
+MEDIAN_US, SIGMA, PHI, WINDOW_SD = 10_000, 0.3, 0.3, 0.04
+"""Real windows here (8 A/A runs of 15 s): per-window p50 SD 2-7 %, lag-1 autocorrelation 0.0-0.37."""
+NAME = "Aggregated"
+
+
+def window_factors(rng: np.random.Generator, n: int) -> np.ndarray:
+    """exp(AR(1)) with stationary SD WINDOW_SD: a slow window tends to follow a slow window."""
+    e = np.empty(n)
+    e[0] = rng.normal(0, WINDOW_SD)
+    for i in range(1, n):
+        e[i] = PHI * e[i - 1] + rng.normal(0, WINDOW_SD * math.sqrt(1 - PHI**2))
+    return np.exp(e)
+
+
+def samples(rng: np.random.Generator, scale: float = 1.0, windows: int = WINDOWS) -> np.ndarray:
+    """(windows, PER_WINDOW) latencies in µs."""
+    base = MEDIAN_US * np.exp(rng.normal(0, SIGMA, size=(windows, PER_WINDOW)))
+    return base * window_factors(rng, windows)[:, None] * scale
+
+
+def to_runs(
+    runs: list[np.ndarray], fail_p: float = 0.0, seed: int = 0
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Bucket indices (HDR highest-equivalent grid) and failure counts per window."""
+    values = bucket_values_us()
+    rng = np.random.default_rng(seed)
+    idx = [np.searchsorted(values, np.ceil(r)) for r in runs]
+    fails = [rng.binomial(PER_WINDOW, fail_p, size=r.shape[0]).astype(float) for r in runs]
+    return idx, fails
+
+
+def sides(base: list[np.ndarray], cand: list[np.ndarray], noise: float = 0.0, fail_p: float = 0.0):
+    """Grid and both Sides of the latency SAMPLES (each a run)."""
+    values = bucket_values_us()
+    b_idx, b_fail = to_runs(base, fail_p, 1)
+    c_idx, c_fail = to_runs(cand, fail_p, 2)
+    used = np.unique(np.concatenate([i.ravel() for i in b_idx + c_idx]))
+    grid = stats.Grid([NAME], {NAME: slice(0, len(used))}, values[used] / 1000)
+
+    def run(idx: np.ndarray, fails: np.ndarray) -> stats.Run:
+        cols = np.searchsorted(used, idx)
+        rows = np.repeat(np.arange(idx.shape[0]), idx.shape[1])
+        hist = np.zeros((idx.shape[0], len(used)))
+        np.add.at(hist, (rows, cols.ravel()), 1)
+        return stats.Run(hist, np.full((idx.shape[0], 1), float(idx.shape[1])), fails[:, None])
+
+    noises = dict.fromkeys(stats.METRICS, noise)
+    return (
+        grid,
+        stats.Side([run(i, f) for i, f in zip(b_idx, b_fail, strict=True)], noises),
+        stats.Side([run(i, f) for i, f in zip(c_idx, c_fail, strict=True)], noises),
+    )
+
+
+def true_percentile_ms(p: float) -> float:
+    """The synthetic process's P-th percentile (its stationary mixture), from 4 million samples."""
+    rng = np.random.default_rng(12345)
+    n = 4_000_000
+    x = MEDIAN_US * np.exp(rng.normal(0, SIGMA, n) + rng.normal(0, WINDOW_SD, n))
+    return float(np.percentile(x, p)) / 1000
+
+
+def test_percentiles_equal_hdrhistograms_own():
+    """The vectorised rule gives HdrHistogram's get_value_at_percentile exactly."""
+    rng = np.random.default_rng(3)
+    hist = new_histogram()
+    data = samples(rng, windows=3).ravel().astype(int)
+    for v in data:
+        hist.record_value(int(v))
+    values = bucket_values_us()
+    counts = np.ctypeslib.as_array(hist.counts).astype(float)
+    for p in (50.0, 90.0, 95.0, 99.0, 99.9, 100.0):
+        (found,) = stats.percentiles_of(counts[None, :], values.astype(float), [p])
+        assert found[0] == hist.get_value_at_percentile(p), p
+
+
+@pytest.mark.parametrize(("n", "length"), [(1, 1), (15, 4), (20, 5), (600, 25)])
+def test_block_length_is_ceil_sqrt(n, length):
+    assert stats.block_length(n) == length
+
+
+def test_resample_draws_whole_runs_of_blocks():
+    """Every replicate draws as many windows as the side has; with one run, per run its length."""
+    grid, side, _ = sides(
+        [samples(np.random.default_rng(1), windows=10), samples(np.random.default_rng(2))], []
+    )
+    weights, windows = stats.resample(side, 50, np.random.default_rng(0))
+    assert weights.shape == (50, 10 + WINDOWS)
+    assert np.array_equal(weights.sum(axis=1), windows)
+    assert set(np.unique(windows)) <= {20.0, 10.0 + WINDOWS, 2.0 * WINDOWS}
+
+
+def test_seeded_results_repeat_and_differ_by_seed():
+    rng = np.random.default_rng(5)
+    grid, a, b = sides([samples(rng)], [samples(rng, 1.05)])
+    one = stats.compare(a, b, grid, ["p50"], seed=7, replicates=200)["p50"][NAME]
+    again = stats.compare(a, b, grid, ["p50"], seed=7, replicates=200)["p50"][NAME]
+    other = stats.compare(a, b, grid, ["p50"], seed=8, replicates=200)["p50"][NAME]
+    assert one == again and (one.low, one.high) != (other.low, other.high)
+
+
+def test_point_estimates_are_the_merged_histograms():
+    """Throughput = requests / windows; error rate = failures / requests; p50 = merged percentile."""
+    rng = np.random.default_rng(9)
+    runs = [samples(rng), samples(rng)]
+    grid, a, _ = sides(runs, runs, fail_p=0.1)
+    found = stats.point(a, grid, list(stats.METRICS))
+    assert found["throughput"][NAME] == PER_WINDOW
+    failures = sum(r.failures.sum() for r in a.runs)
+    assert found["error_rate"][NAME] == pytest.approx(failures / (2 * WINDOWS * PER_WINDOW))
+    everything = np.ceil(np.concatenate([r.ravel() for r in runs]))
+    rank = max(1, math.floor(len(everything) * 0.5 + 0.5))
+    exact = np.sort(everything)[rank - 1] / 1000  # within the bucket's 0.1 %
+    assert found["p50"][NAME] == pytest.approx(exact, rel=2e-3)
+
+
+@pytest.mark.parametrize("metric", ["p50", "p95"])
+def test_ci_covers_the_true_difference_in_at_least_90_percent_of_200_seeds(metric):
+    """A 10 % shift: the 95 % interval holds the true difference (0.1 x the true percentile)."""
+    truth = 0.1 * true_percentile_ms(stats.PERCENTILES[metric])
+    covered = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        grid, a, b = sides([samples(rng)], [samples(rng, 1.1)])
+        d = stats.compare(a, b, grid, [metric], seed=seed, replicates=300)[metric][NAME]
+        covered += d.low <= truth <= d.high
+    assert covered >= 180, f"coverage {covered / 200:.0%}"
+
+
+def a_a_regressions(trials: int, run_sd: float, noise: float, metrics: list[str]) -> dict[str, int]:
+    """A/A, one run per side, each run scaled by its own run-level factor exp(N(0, RUN_SD)) (what
+    one run cannot show), NOISE folded in: how many trials call each metric regressed."""
+    regressed = dict.fromkeys(metrics, 0)
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        runs = [[samples(rng, math.exp(rng.normal(0, run_sd)))] for _ in range(2)]
+        grid, a, b = sides(*runs, noise=noise)
+        found = stats.compare(a, b, grid, metrics, seed=seed, replicates=200)
+        for metric in metrics:
+            regressed[metric] += verdict(metric, found[metric][NAME], 0.05) == REGRESSED
+    return regressed
+
+
+def test_identical_single_runs_are_called_regressed_in_at_most_5_percent():
+    """Run-level SD 4 % and the calibrated 4 % folded in: no metric regressed in > 5 % of 200."""
+    regressed = a_a_regressions(200, 0.04, 0.04, ["throughput", "p50", "p95"])
+    assert max(regressed.values()) <= 10, regressed
+
+
+def test_without_the_noise_term_identical_single_runs_would_be_called_regressed():
+    """The same trials (run-level SD 6 %) without the noise term: the bootstrap alone cannot see
+    run-to-run spread and calls far more than 5 % regressed (why the noise term exists)."""
+    assert a_a_regressions(100, 0.06, 0.0, ["p50"])["p50"] > 10
+
+
+def test_a_10_percent_shift_is_detected_with_3_repeats():
+    """3 repeats per side, p50 10 % slower: regressed in >= 90 % of 50 trials."""
+    hits = 0
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        grid, a, b = sides(
+            [samples(rng) for _ in range(3)], [samples(rng, 1.1) for _ in range(3)], noise=0.01
+        )
+        hits += (
+            verdict("p50", stats.compare(a, b, grid, ["p50"], seed=seed, replicates=200)["p50"][NAME], 0.05)
+            == REGRESSED
+        )
+    assert hits >= 45, hits
+
+
+def test_throughput_and_error_rate_directions():
+    """Less throughput is worse, more errors is worse."""
+    rng = np.random.default_rng(4)
+    grid, a, b = sides([samples(rng)], [samples(rng)], fail_p=0.0)
+    b.runs[0].requests *= 0.8
+    b.runs[0].failures += 30
+    found = stats.compare(a, b, grid, ["throughput", "error_rate"], seed=1, replicates=200)
+    assert verdict("throughput", found["throughput"][NAME], 0.05) == REGRESSED
+    assert verdict("error_rate", found["error_rate"][NAME], 0.05) == REGRESSED
+    back = stats.compare(b, a, grid, ["throughput", "error_rate"], seed=1, replicates=200)
+    assert verdict("throughput", back["throughput"][NAME], 0.05) == IMPROVED
+    assert verdict("error_rate", back["error_rate"][NAME], 0.05) == IMPROVED
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [(6, 9, REGRESSED), (-9, -6, IMPROVED), (-4, 4, NO_CHANGE), (3, 8, INCONCLUSIVE), (-8, 3, INCONCLUSIVE)],
+)
+def test_verdict_band(low, high, expected):
+    """Baseline 100 ms, band 5 ms: the interval beyond, inside or across the band's edge."""
+    d = stats.Difference(100.0, 100.0 + (low + high) / 2, (low + high) / 2, low, high)
+    assert verdict("p95", d, 0.05) == expected
+    flipped = {REGRESSED: IMPROVED, IMPROVED: REGRESSED}.get(expected, expected)
+    assert verdict("throughput", d, 0.05) == flipped
+
+
+def test_error_rate_band_has_a_floor():
+    """From 0 errors, one failure in a thousand is not a regression; 1 % is."""
+    assert verdict("error_rate", stats.Difference(0.0, 0.0005, 0.0005, 0.0, 0.0009), 0.05) == NO_CHANGE
+    assert verdict("error_rate", stats.Difference(0.0, 0.01, 0.01, 0.005, 0.015), 0.05) == REGRESSED
