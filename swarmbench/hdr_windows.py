@@ -71,6 +71,18 @@ windows since their last one, so after ~2 report intervals a window rarely gets 
 still comes later re-opens it (the rows are made again, as exact: only slower)."""
 
 
+def rebase(entries: Iterable[Any], counted_from: float, t0: float) -> list[Any]:
+    """Shipped entries whose windows count from COUNTED_FROM, re-filed to count from T0 (a web-UI
+    reset moved the start): each by its window's start, so what ended before T0 lands in window 0.
+    Entries that are not objects pass unchanged (merge() names them)."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get(WINDOW), int):
+            entry = {**entry, WINDOW: window_of(counted_from + entry[WINDOW] * WINDOW_S - t0)}
+        out.append(entry)
+    return out
+
+
 class Windows:
     """The master's (or a reader's) windows, merged as they come (the master's memory and CPU stay
     bounded in long runs; the end only writes what is made).
