@@ -16,6 +16,7 @@ Shared by the plugin and the analysis: no Locust or gevent here (swarmbench/hdr.
 from __future__ import annotations
 
 import csv
+import io
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -63,15 +64,48 @@ def ship(key: WindowKey, hist: HdrHistogram, failures: int) -> dict[str, Any]:
     return {WINDOW: window, TYPE: request_type, NAME: name, KIND: kind, HDR: encoded, FAILURES: failures}
 
 
+SEAL_AFTER = 6
+"""Windows a window stays open behind the newest one seen before its pieces are merged into one
+histogram per key and its CSV rows are made. Workers report every 3 s, each report holding the
+windows since their last one, so after ~2 report intervals a window rarely gets more; a piece that
+still comes later re-opens it (the rows are made again, as exact: only slower)."""
+
+
+def rebase(entries: Iterable[Any], counted_from: float, t0: float) -> list[Any]:
+    """Shipped entries whose windows count from COUNTED_FROM, re-filed to count from T0 (a web-UI
+    reset moved the start): each by its window's start, so what ended before T0 lands in window 0.
+    Entries that are not objects pass unchanged (merge() names them)."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get(WINDOW), int):
+            entry = {**entry, WINDOW: window_of(counted_from + entry[WINDOW] * WINDOW_S - t0)}
+        out.append(entry)
+    return out
+
+
 class Windows:
-    """The master's (or a reader's) windows: encoded pieces filed by window and key."""
+    """The master's (or a reader's) windows, merged as they come (the master's memory and CPU stay
+    bounded in long runs; the end only writes what is made).
+
+    Open windows (the last SEAL_AFTER) keep the shipped pieces encoded: a few hundred bytes each,
+    where a live histogram is ~200 KB. Older ones are sealed: their pieces decoded once, added up
+    per key, added to the run's totals, and their CSV lines made (percentiles, the encoded merged
+    histogram). What is kept then is about the size of the file to be written, whatever the number
+    of workers and reports. HDR histograms add exactly and encode deterministically, so the files
+    are the same whatever the order or batching the pieces came in.
+    """
 
     def __init__(self) -> None:
-        self.pieces: dict[int, dict[Key, list[str]]] = {}
+        self.pieces: dict[int, dict[Key, list[str]]] = {}  # open windows (and late pieces of sealed ones)
+        self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
         self.failures: Counter[WindowKey] = Counter()
+        self.run = LatencyBook()  # the sealed windows added up
+        self.newest = -1
+        self.version = 0  # bumped by every merge: a reader caching totals() knows when to recompute
+        self.corrupt = 0  # pieces that did not decode (left out)
 
     def __bool__(self) -> bool:
-        return bool(self.pieces)
+        return bool(self.pieces or self.sealed)
 
     def merge(self, entries: Iterable[Any], where: str | Path = "a worker's report") -> None:
         """File shipped entries; InputError naming WHERE on a malformed one (nothing filed then)."""
@@ -86,44 +120,107 @@ class Windows:
         for (window, *rest), text, failures in checked:
             self.pieces.setdefault(window, {}).setdefault((rest[0], rest[1], rest[2]), []).append(text)
             self.failures[(window, rest[0], rest[1], rest[2])] += failures
+            self.newest = max(self.newest, window)
+        self.version += 1
+        for window in [w for w in self.pieces if w < self.newest - SEAL_AFTER]:
+            self.seal(window, where)
+
+    def seal(self, window: int, where: str | Path = "windows") -> None:
+        """WINDOW's pieces merged (with its rows made before, if a late piece re-opened it)."""
+        late = self._decode_pieces(window, where)
+        for key, hist in late.items():
+            self.run.add(key, hist)
+        hists = self._decode_sealed(window)
+        for key, hist in late.items():
+            if key in hists:
+                hists[key].add(hist)
+            else:
+                hists[key] = hist
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in self._rows(window, hists))
+        self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
+
+    def seal_all(self) -> None:
+        for window in list(self.pieces):
+            self.seal(window)
+
+    def _decode_pieces(self, window: int, where: str | Path) -> dict[Key, HdrHistogram]:
+        return {key: self._sum(texts, where) for key, texts in self.pieces.pop(window, {}).items()}
+
+    def _sum(self, texts: list[str], where: str | Path) -> HdrHistogram:
+        """Pieces added up; one that does not decode is left out and counted in `corrupt` (a
+        worker of another version: its requests are then missing, so the run is not `exact`)."""
+        hist = new_histogram()
+        for text in texts:
+            try:
+                hist.add(decode(text, where, "window piece"))
+            except InputError:
+                self.corrupt += 1
+        return hist
+
+    def _decode_sealed(self, window: int) -> dict[Key, HdrHistogram]:
+        """A sealed window's histograms back from its lines (the hdr column is the last, and base64
+        holds no comma or quote)."""
+        out: dict[Key, HdrHistogram] = {}
+        for row in csv.reader(self.sealed.get(window, ())):
+            request_type, name, kind = row[1:4]
+            if not (name == AGGREGATED and not request_type):
+                out[(request_type, name, kind)] = decode(row[-1], "windows", f"window {window}")
+        return out
 
     def decoded(self, window: int, where: str | Path = "windows") -> dict[Key, HdrHistogram]:
         """WINDOW's histograms, each key's pieces added up."""
-        out: dict[Key, HdrHistogram] = {}
+        out = self._decode_sealed(window)
         for key, texts in self.pieces.get(window, {}).items():
-            hist = out[key] = new_histogram()
-            for text in texts:
-                hist.add(decode(text, where, f"window {window} {key}"))
+            out.setdefault(key, new_histogram()).add(self._sum(texts, where))
         return out
 
     def totals(self) -> LatencyBook:
-        """The whole run per (type, name, kind): the sum of its windows (exact: HDR adds losslessly)."""
+        """The whole run per (type, name, kind): the sealed windows' sum plus the open ones'
+        pieces (exact: HDR adds losslessly). Nothing is sealed by asking."""
         book = LatencyBook()
-        for window in sorted(self.pieces):
-            for key, hist in self.decoded(window).items():
-                book.add(key, hist)
+        for key, hist in self.run.hists.items():
+            book.add(key, hist)
+        for keyed in self.pieces.values():
+            for key, texts in keyed.items():
+                book.add(key, self._sum(texts, "windows"))
         return book
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """CSV rows, window by window: each (type, name, kind), sorted, then Aggregated per kind."""
-        for window in sorted(self.pieces):
-            hists = self.decoded(window)
-            by_kind: dict[str, HdrHistogram] = {}
-            fails: Counter[str] = Counter()
-            for key in sorted(hists, key=lambda k: (k[1], k[0], _kind_order(k[2]))):
-                request_type, name, kind = key
-                failures = self.failures[(window, request_type, name, kind)]
-                yield window_row(window, key, hists[key], failures)
-                by_kind.setdefault(kind, new_histogram()).add(hists[key])
-                fails[kind] += failures
-            for kind in sorted(by_kind, key=_kind_order):
-                yield window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails[kind])
+        self.seal_all()
+        for line in csv.reader(self.lines()):
+            row: dict[str, Any] = dict(zip(WINDOW_COLUMNS, line, strict=True))
+            for column in WINDOW_COLUMNS:
+                if column in _INTS:
+                    row[column] = int(row[column])
+                elif column.endswith("_ms"):
+                    row[column] = float(row[column])
+            yield row
+
+    def lines(self) -> Iterator[str]:
+        """The file's lines after its header, every window sealed."""
+        self.seal_all()
+        for window in sorted(self.sealed):
+            yield from self.sealed[window]
+
+    def _rows(self, window: int, hists: dict[Key, HdrHistogram]) -> Iterator[dict[str, Any]]:
+        by_kind: dict[str, HdrHistogram] = {}
+        fails: Counter[str] = Counter()
+        counted = [k for k in hists if hists[k].get_total_count()]  # not one of only undecodable pieces
+        for key in sorted(counted, key=lambda k: (k[1], k[0], _kind_order(k[2]))):
+            request_type, name, kind = key
+            failures = self.failures[(window, request_type, name, kind)]
+            yield window_row(window, key, hists[key], failures)
+            by_kind.setdefault(kind, new_histogram()).add(hists[key])
+            fails[kind] += failures
+        for kind in sorted(by_kind, key=_kind_order):
+            yield window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails[kind])
 
     def write_csv(self, path: Path) -> None:
         with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=WINDOW_COLUMNS)
-            writer.writeheader()
-            writer.writerows(self.rows())
+            csv.writer(f).writerow(WINDOW_COLUMNS)
+            f.writelines(self.lines())
 
     @classmethod
     def read_csv(cls, path: Path) -> Windows:
@@ -167,5 +264,7 @@ def window_row(window: int, key: Key, hist: HdrHistogram, failures: int) -> dict
 def _kind_order(kind: str) -> int:
     return KINDS.index(kind) if kind in KINDS else len(KINDS)
 
+
+_INTS = ("window_s", "count", "failures")
 
 __all__ = ["FORMAT_VERSION", "WINDOW_COLUMNS", "WINDOW_S", "Windows", "ship", "window_of"]

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from swarmbench.hdr import KINDS, Timeline, add_counts, new_histogram, to_us
-from swarmbench.hdr_windows import ship
+from swarmbench.hdr_windows import WINDOW_S, rebase, ship, window_of
 
 
 class _Buffer:
@@ -94,6 +94,23 @@ class Recorder:
         self.flush()
         shipped, self.shipped = self.shipped, []
         return shipped, self.timeline.take()
+
+    def rebase(self, counted_from: float, t0: float) -> None:
+        """What is not shipped yet counts its windows from T0 (the master moved the start: a web-UI
+        reset), where it counted from COUNTED_FROM."""
+        if counted_from == t0 or not (self.buffers or self.shipped):
+            return
+        buffers, self.buffers = self.buffers, {}
+        for (window, request_type, name), buffer in buffers.items():
+            moved = (window_of(counted_from + window * WINDOW_S - t0), request_type, name)
+            mine = self.buffers.get(moved)
+            if mine is None:
+                self.buffers[moved] = buffer
+            else:  # two old windows in one new one (window 0): the same samples, together
+                for kind in range(len(KINDS)):
+                    mine.values[kind].extend(buffer.values[kind])
+                    mine.failures[kind] += buffer.failures[kind]
+        self.shipped = rebase(self.shipped, counted_from, t0)
 
     def clear(self) -> None:
         """Forget what was not shipped (a new test: Locust clears its stats then too)."""

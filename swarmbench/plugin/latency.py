@@ -16,6 +16,13 @@ Who does what:
                   run's totals, and the folder gets locust_latency_hdr.csv/.json,
                   locust_latency_windows.csv and run.json's `latency`
     standalone    both roles in one process, without messages
+    reset         (web UI "Reset stats") the master sends the new start: every generator counts
+                  from it at once, and re-files what it had not shipped yet; a report that was on
+                  its way says which start its windows count from (its "t0"), and the master re-files
+                  it too. Either way requests that ended before the reset land in window 0 of the
+                  new folder (Locust counts them in the new stats as well)
+    off           --no-exact-latency records nothing (its cost measured: bench/bench_latency.py);
+                  the thresholds then read Locust's rounded percentiles, and say so
 """
 
 from __future__ import annotations
@@ -32,8 +39,9 @@ from swarmbench.core import folder
 from swarmbench.core.errors import InputError
 from swarmbench.core.sections import ExactLatency
 from swarmbench.hdr import FORMAT_VERSION, SIGNIFICANT_FIGURES, LatencyBook, Timeline
-from swarmbench.hdr_windows import WINDOW_S, Windows, window_of
+from swarmbench.hdr_windows import WINDOW_S, Windows, rebase, window_of
 
+from . import latency_ui
 from .hdr import Recorder
 from .lifecycle import Run
 
@@ -43,7 +51,8 @@ MESSAGE = "swarmbench_latency_t0"
 """Custom master -> worker message: {"t0": the test start, epoch seconds}."""
 
 REPORT_KEY = "swarmbench_latency"
-"""Key in the worker -> master stats report: {"windows": [...], "timeline": {...}} (deltas)."""
+"""Key in the worker -> master stats report: {"t0": the start its windows count from, "windows": [...],
+"timeline": {...}} (deltas)."""
 
 Intended = Callable[[float | None, float], tuple[float, int] | None]
 """The open model's (pool.py): a request's (ms since its intended start, schedule second), or None."""
@@ -62,12 +71,20 @@ class Latency:
         self.t0 = time.time()
         self.t0_from_master = False
         self.started = False
+        self._live: tuple[tuple[int, int], LatencyBook] | None = None
+        self.enabled = True  # --exact-latency (options.py); off: nothing recorded, thresholds rounded
         self._totals: LatencyBook | None = None
 
     # --- set up and the test's clock -------------------------------------------------------------
 
     def on_init(self, environment: Environment, runner: Runner, **_kw: Any) -> None:
         self.runner = runner
+        opts = environment.parsed_options
+        self.enabled = switched_on(opts, isinstance(runner, WorkerRunner))
+        if environment.web_ui is not None:
+            latency_ui.install(environment.web_ui, self)  # the UI's Exact latency tab and page
+        if not self.enabled:
+            return
         if isinstance(runner, WorkerRunner):
             runner.register_message(MESSAGE, self.on_message)
         if not isinstance(runner, MasterRunner):  # a master sends no requests
@@ -89,20 +106,27 @@ class Latency:
 
     def _restart(self) -> None:
         run = self.plugin.run
-        self.t0 = run.started_at.timestamp() if run is not None and run.started_at else time.time()
+        t0 = run.started_at.timestamp() if run is not None and run.started_at else time.time()
+        self._move_t0(t0)  # standalone: what this process has not filed yet counts from the new start
         self.reset()
         self.started = True
-        if isinstance(self.runner, MasterRunner):
+        if isinstance(self.runner, MasterRunner) and self.enabled:
             self.runner.send_message(MESSAGE, {"t0": self.t0})
 
     def on_worker_connect(self, client_id: str, **_kw: Any) -> None:
         """(master) A worker joining a running test counts windows from the same start."""
-        if self.started and isinstance(self.runner, MasterRunner):
+        if self.started and self.enabled and isinstance(self.runner, MasterRunner):
             self.runner.send_message(MESSAGE, {"t0": self.t0}, client_id=client_id)
 
     def on_message(self, msg: Any, **_kw: Any) -> None:
-        """(worker) The master's test start."""
-        self.t0, self.t0_from_master = float((msg.data or {})["t0"]), True
+        """(worker) The master's test start, or (a reset) a new start while the test runs."""
+        self._move_t0(float((msg.data or {})["t0"]))
+        self.t0_from_master = True
+
+    def _move_t0(self, t0: float) -> None:
+        """Count windows from T0 on; the samples not shipped yet are re-filed from it too."""
+        self.recorder.rebase(self.t0, t0)
+        self.t0 = t0
 
     # --- the hot path ----------------------------------------------------------------------------
 
@@ -128,17 +152,23 @@ class Latency:
     # --- reports ---------------------------------------------------------------------------------
 
     def on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
+        if not self.enabled:
+            return
         windows, timeline = self.recorder.take()
-        data[REPORT_KEY] = {"windows": windows, "timeline": timeline}
+        data[REPORT_KEY] = {"t0": self.t0, "windows": windows, "timeline": timeline}
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
         report = data.get(REPORT_KEY)
-        if isinstance(report, dict):
+        if isinstance(report, dict) and self.enabled:
             self._add(report, f"worker {client_id}'s report")
 
     def _add(self, report: dict, where: str) -> None:
+        entries = report.get("windows") or []
+        sent_t0 = report.get("t0")
         try:
-            self.windows.merge(report.get("windows") or [], where)
+            if isinstance(sent_t0, int | float) and sent_t0 != self.t0:  # sent before a reset reached it
+                entries = rebase(entries, float(sent_t0), self.t0)
+            self.windows.merge(entries, where)
         except InputError as e:  # a generator of another version: its requests are not exact
             logger.error("exact latency: %s (its windows are left out)", e)
             return
@@ -156,15 +186,27 @@ class Latency:
     # --- the end ---------------------------------------------------------------------------------
 
     def totals(self) -> LatencyBook:
-        """The run per (type, name, kind), every window added up (what the thresholds read)."""
+        """The run per (type, name, kind), every window added up (what the thresholds read): the
+        run's end, so every window is sealed."""
         self.collect_local()
         if self._totals is None:
+            self.windows.seal_all()
             self._totals = self.windows.totals()
         return self._totals
 
+    def live_totals(self) -> LatencyBook:
+        """The run so far (the web UI's tab): nothing sealed by asking; recomputed only when a
+        report came since the last time (a UI polls every 2 s, workers report every 3 s)."""
+        self.collect_local()
+        if self._live is None or self._live[0] != (id(self.windows), self.windows.version):
+            self._live = ((id(self.windows), self.windows.version), self.windows.totals())
+        return self._live[1]
+
     def write(self, run: Run) -> None:
         """The run's latency files and run.json's `latency` (before run.json is written), then start
-        over (a web-UI run's next folder)."""
+        over (a web-UI run's next folder). Off: neither (the folder is like one from before them)."""
+        if not self.enabled:
+            return
         book = self.totals()
         hists = book.aggregated("service")
         total = run.env.stats.total
@@ -185,3 +227,18 @@ class Latency:
 
     def reset(self) -> None:
         self.windows, self.timeline, self._totals = Windows(), Timeline(), None
+
+
+def switched_on(opts: Any, is_worker: bool) -> bool:
+    """--exact-latency (default on); the open model's intended-start latency needs it, so
+    --arrival-rate keeps it on (said once, by the master or the standalone process)."""
+    wanted = getattr(opts, "exact_latency", True) is not False
+    if getattr(opts, "arrival_rate", "") and not wanted:
+        if not is_worker:
+            logger.warning("--no-exact-latency is ignored with --arrival-rate (its latency needs it)")
+        return True
+    if not wanted and not is_worker:
+        logger.info(
+            "exact latency recording is off (--no-exact-latency): thresholds use Locust's rounded percentiles"
+        )
+    return wanted

@@ -7,6 +7,7 @@ way as Locust's built-in settings: locust.conf < LOCUST_* variables < flags.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from locust.argument_parser import LocustArgumentParser
@@ -116,6 +117,19 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
             "File of 'Name: value' lines sent as headers with every request of HttpUser and "
             "FastHttpUser users (tokens for a staging host). Values are never logged or saved. "
             "The LOCUST_HEADERS environment variable takes the same lines."
+        ),
+    )
+    _add(
+        g,
+        "--exact-latency",
+        env_var="LOCUST_EXACT_LATENCY",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=(
+            "Record every request's latency in HDR histograms per 1-second window (the exact "
+            "percentiles of run.json, the thresholds and the web UI's Exact latency tab). "
+            "--no-exact-latency (LOCUST_EXACT_LATENCY=false) turns it off to measure its cost: "
+            "thresholds then use Locust's rounded percentiles and say so. Always on with --arrival-rate."
         ),
     )
     for name, help_text in (

@@ -1,0 +1,263 @@
+"""Benchmark: what exact latency recording costs, side by side (ratios, never timed tests).
+
+    python bench/bench_latency.py cost   [--pairs 5] [--duration 12] [--users 20]
+    python bench/bench_latency.py albums [--pairs 5] [--duration 12] [--users 20]
+    python bench/bench_latency.py master [--workers 32] [--names 10] [--intervals 40]
+    python bench/bench_latency.py size   [--windows 600] [--names 10] [--run DIR]
+
+  cost    one Locust worker (--processes 1: the real report path) pinned to one CPU, the target on
+          the other, closed loop without think time (bench/bare_albums.py: FastHttpUser, nothing
+          parsed, the cheapest requests, so recording's share is the largest); recording on vs
+          --no-exact-latency, alternated, --pairs times: requests per CPU-second of the worker
+          (its own CPU seconds during the test, run.json worker_cpu), the median of the pairs'
+          ratios. Goal: on costs <= 3 %.
+  albums  the same set-up: locustfiles/albums.py's AlbumsFastHttpUser (every body validated,
+          recording on) vs bench/bare_albums.py (the same requests, nothing parsed, recording off):
+          requests per CPU-second, median ratio. Goal >= 0.95.
+  master  the master's side: 32 workers x 10 request names, each reporting every 3 s the windows
+          since its last report (encoded by the real Recorder from long-tailed latencies), fed to
+          the master's merge (hdr_windows.Windows) interval by interval: CPU seconds per report
+          interval as % of one core, and the end (every window sealed, the files written). Side by
+          side: main's merge (every piece kept encoded until the end), read from git.
+          Goal <= 5 %.
+  size    WINDOWS 1-second windows x NAMES request names through the real writers: the bytes of
+          locust_latency_windows.csv, _hdr.csv and _hdr.json. Goal <= 2 MB for 10 minutes x 10
+          names. --run DIR: a real run folder's bytes per window row, scaled to the same size.
+
+Only 127.0.0.1 is contacted; every load run is bounded by --duration. The machine may be shared:
+each figure is a median of alternated pairs, and the spread is printed with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_open_model import Target, build_target, pin, split_cpus  # noqa: E402
+from swarmbench.core import folder  # noqa: E402
+from swarmbench.core.manifest import RunManifest  # noqa: E402
+from swarmbench.runner.net import free_port  # noqa: E402
+
+REPORT_S = 3
+"""Locust's worker report interval (locust.runners.WORKER_REPORT_INTERVAL)."""
+
+
+# --- load runs ------------------------------------------------------------------------------------
+
+
+def locust_run(url: str, locustfile: str, user: str, extra: list[str], args: argparse.Namespace, out: Path,
+               cpus: set[int] | None) -> float:  # fmt: skip
+    """One run, one worker: requests per CPU-second of that worker."""
+    run_id = f"r{len(list(out.glob('*')))}"
+    port = str(free_port())
+    cmd = [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "-H", url,
+           "-t", f"{args.duration}s",
+           "-u", str(args.users), "-r", str(args.users), "--wait-time", "constant 0", "--processes", "1",
+           "--master-bind-port", port, "--master-port", port, "--results-dir", str(out), "--run-id", run_id,
+           "--skip-host-check", *extra, user]  # fmt: skip
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.duration + 90,
+                         preexec_fn=pin(cpus))  # fmt: skip
+    if res.returncode != 0:
+        sys.exit(f"bench_latency: Locust failed ({user} {extra}):\n{res.stderr[-2000:]}")
+    m = RunManifest.read(out / run_id / folder.MANIFEST)
+    cpu = m.worker_cpu.mean_percent if m.worker_cpu else None
+    if not cpu or not m.requests or not m.duration_s:
+        sys.exit(f"bench_latency: run {run_id} has no requests or CPU figures")
+    return m.requests / (m.duration_s * cpu / 100)
+
+
+def pairs(args: argparse.Namespace, a: tuple[str, str, list[str]], b: tuple[str, str, list[str]]) -> None:
+    """A and B alternated (the order swapped every pair), each on a fresh target: the ratio A/B."""
+    gen, tgt = split_cpus()
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
+        work = Path(tmp)
+        binary = build_target(work)
+        ratios, rows = [], []
+        for i in range(args.pairs):
+            order = (a, b) if i % 2 == 0 else (b, a)
+            got = {}
+            for locustfile, user, extra in order:
+                with Target(binary, "", tgt) as t:
+                    got[(user, tuple(extra))] = locust_run(t.url, locustfile, user, extra, args, work, gen)
+            ra, rb = got[(a[1], tuple(a[2]))], got[(b[1], tuple(b[2]))]
+            ratios.append(ra / rb)
+            rows.append((ra, rb))
+            print(
+                f"pair {i + 1}: A {ra:8.0f} req/CPU-s   B {rb:8.0f} req/CPU-s   A/B {ra / rb:.3f}", flush=True
+            )
+    print(f"A: {a[1]} {' '.join(a[2])}\nB: {b[1]} {' '.join(b[2])}")
+    median_a, median_b = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+    where = f"generator CPU {sorted(gen) if gen else 'any'}, target {sorted(tgt) if tgt else 'any'}"
+    print(f"median A/B {statistics.median(ratios):.3f}  (pairs: min {min(ratios):.3f}, "
+          f"max {max(ratios):.3f}); median A {median_a:.0f}, B {median_b:.0f} req/CPU-s; "
+          f"{where}")  # fmt: skip
+
+
+def cost(args: argparse.Namespace) -> None:
+    bare = "bench/bare_albums.py"
+    pairs(
+        args, (bare, "BareAlbumsUser", ["--exact-latency"]), (bare, "BareAlbumsUser", ["--no-exact-latency"])
+    )
+
+
+def albums(args: argparse.Namespace) -> None:
+    pairs(
+        args,
+        ("locustfiles/albums.py", "AlbumsFastHttpUser", ["--exact-latency"]),
+        ("bench/bare_albums.py", "BareAlbumsUser", ["--no-exact-latency"]),
+    )
+
+
+# --- the master -------------------------------------------------------------------------------------
+
+
+def worker_reports(workers: int, names: int, intervals: int, rate: float, seed: int = 1) -> list[list[list]]:
+    """[interval][worker] -> the window entries of that worker's report (Recorder.take()), RATE
+    requests/s per worker spread over NAMES, each name its own long-tailed latency."""
+    from swarmbench.plugin.hdr import Recorder
+
+    rng = random.Random(seed)
+    medians = [rng.uniform(5, 200) for _ in range(names)]
+    recorders = [Recorder() for _ in range(workers)]
+    out: list[list[list]] = []
+    per_name_second = max(1, int(rate / names))
+    for interval in range(intervals):
+        for second in range(interval * REPORT_S, (interval + 1) * REPORT_S):
+            for recorder in recorders:
+                for n, median in enumerate(medians):
+                    for _ in range(per_name_second):
+                        ms = median * rng.lognormvariate(0, 0.5) + (
+                            rng.expovariate(0.01) if rng.random() < 0.01 else 0
+                        )
+                        recorder.record(second, "GET", f"GET /endpoint/{n}", ms, False)
+        out.append([r.take()[0] for r in recorders])
+    return out
+
+
+def main_windows_class() -> type:
+    """main's Windows (every piece kept encoded until the end), for the side-by-side."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", "main:swarmbench/hdr_windows.py"], check=True,
+                          capture_output=True, text=True).stdout  # fmt: skip
+    text = text.replace("from .hdr import", "from swarmbench.hdr import")
+    path = Path(tempfile.mkdtemp()) / "main_hdr_windows.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("main_hdr_windows", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Windows
+
+
+def master(args: argparse.Namespace) -> None:
+    from swarmbench.hdr_windows import Windows
+
+    reports = worker_reports(args.workers, args.names, args.intervals, args.rate)
+    pieces = sum(len(r) for interval in reports for r in interval)
+    print(f"{args.workers} workers x {args.names} names, {args.rate:g} req/s per worker, {args.intervals} "
+          f"report intervals of {REPORT_S} s: {pieces} window pieces "
+          f"({pieces / args.intervals:.0f} per interval)")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, cls in (
+            ("incremental (this branch)", Windows),
+            ("main: all kept until the end", main_windows_class()),
+        ):
+            runs = []
+            for _ in range(args.repeats):
+                windows = cls()
+                t = time.process_time()
+                for interval in reports:
+                    for report in interval:
+                        windows.merge(report)
+                during = time.process_time() - t
+                t = time.process_time()
+                windows.totals()
+                windows.write_csv(Path(tmp) / "w.csv")
+                runs.append((during, time.process_time() - t))
+            during, end = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            per = during / args.intervals
+            print(f"{label:30}  during the run {per * 1000:7.1f} ms CPU per interval = "
+                  f"{per / REPORT_S:6.1%} of a core;"
+                  f"  the end {end:6.2f} s CPU  (median of {args.repeats})")  # fmt: skip
+
+
+# --- file size --------------------------------------------------------------------------------------
+
+
+def size(args: argparse.Namespace) -> None:
+    print(f"{args.windows} windows x {args.names} names through the real writers (goal <= 2 MB in all):")
+    print(f"{'req/s (all names)':>18}  {'windows.csv':>12}  {'hdr.csv':>9}  {'hdr.json':>9}  {'total MB':>9}")
+    for rate in args.rate:
+        sizes = written_sizes(args.windows, args.names, rate)
+        total = sum(sizes.values())
+        cells = "  ".join(
+            f"{sizes[n] / 1e6:>{w}.3f}"
+            for n, w in zip(
+                (folder.LATENCY_WINDOWS_CSV, folder.LATENCY_HDR_CSV, folder.LATENCY_HDR_JSON),
+                (12, 9, 9),
+                strict=True,
+            )
+        )
+        print(f"{rate:>18g}  {cells}  {total / 1e6:>9.3f}{'' if total <= 2e6 else '  over'}")
+    if args.run:
+        run = Path(args.run)
+        lines = (run / folder.LATENCY_WINDOWS_CSV).read_text().splitlines()[1:]
+        per_row = (run / folder.LATENCY_WINDOWS_CSV).stat().st_size / max(1, len(lines))
+        rows = args.windows * (args.names + 1)
+        print(f"real run {run.name}: {per_row:.0f} bytes per window row -> {per_row * rows / 1e6:.3f} MB "
+              f"for {args.windows} windows x ({args.names} names + Aggregated)")  # fmt: skip
+
+
+def written_sizes(windows_n: int, names: int, rate: float) -> dict[str, int]:
+    from swarmbench.hdr_windows import Windows
+
+    windows = Windows()
+    for interval in worker_reports(1, names, max(1, windows_n // REPORT_S), rate):
+        for report in interval:
+            windows.merge(report)
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        windows.write_csv(d / folder.LATENCY_WINDOWS_CSV)
+        book = windows.totals()
+        book.write_csv(d / folder.LATENCY_HDR_CSV)
+        folder.write_json_atomic(d / folder.LATENCY_HDR_JSON, book.to_json())
+        return {name: (d / name).stat().st_size for name in folder.LATENCY_FILES}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="what", required=True)
+    for name in ("cost", "albums"):
+        s = sub.add_parser(name)
+        s.add_argument("--pairs", type=int, default=5)
+        s.add_argument("--duration", type=int, default=12)
+        s.add_argument("--users", type=int, default=20)
+    s = sub.add_parser("master")
+    s.add_argument("--workers", type=int, default=32)
+    s.add_argument("--names", type=int, default=10)
+    s.add_argument("--intervals", type=int, default=40)
+    s.add_argument("--rate", type=float, default=500, help="requests/s per worker")
+    s.add_argument("--repeats", type=int, default=3)
+    s = sub.add_parser("size")
+    s.add_argument("--windows", type=int, default=600)
+    s.add_argument("--names", type=int, default=10)
+    s.add_argument(
+        "--rate", type=float, nargs="+", default=[100, 300, 1000, 3000], help="requests/s, all names"
+    )
+    s.add_argument("--run", default="", help="a real run folder to scale")
+    args = p.parse_args()
+    os.nice(5)  # a shared machine: the others' work first
+    {"cost": cost, "albums": albums, "master": master, "size": size}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()

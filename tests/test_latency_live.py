@@ -1,0 +1,164 @@
+"""Exact latency while a web-UI run goes, a reset, and the switch that turns recording off: real
+Locust masters and workers (subprocesses) against the real Go target.
+
+  - the UI's Exact latency tab (/stats/requests' extended_stats) and /swarmbench/latency.json show
+    the exact p50 of a 105 ms target while Locust's own table says 110, and they move as it runs
+  - a reset starts the windows afresh on every generator: the new folder's windows count from the
+    reset, what was in flight lands in window 0, nothing lost or doubled
+  - --no-exact-latency / LOCUST_EXACT_LATENCY=false: no histogram files, thresholds say "rounded"
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from _integrity import post, spawn
+from conftest import Target, free_port, run_locust, wait_http
+from runs import assert_complete_folder, manifest, only_run, stats, total
+
+from swarmbench.core import folder
+from swarmbench.core.checks import AGGREGATED
+from swarmbench.hdr_windows import WINDOW_COLUMNS
+
+DELAY_MS = 105
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def aggregated(rows: list[dict]) -> dict:
+    [row] = [r for r in rows if r["name"] == AGGREGATED]
+    return row
+
+
+class UiStack:
+    """A web-UI master and one worker (real processes) on free loopback ports."""
+
+    def __init__(self, tmp_path: Path, host: str, *extra: str) -> None:
+        port, self.web = str(free_port()), free_port()
+        self.base = f"http://127.0.0.1:{self.web}"
+        self.results = tmp_path / "results"
+        self.master = spawn(
+            ["--master", "--master-bind-port", port, "--web-host", "127.0.0.1", "--web-port", str(self.web),
+             "--class-picker", "-H", host, "--wait-time", "constant 0.1", "--stop-timeout", "1",
+             "--results-dir", str(self.results), *extra], tmp_path / "master.log",
+        )  # fmt: skip
+        self.worker = spawn(["--worker", "--master-port", port, *extra], tmp_path / "worker.log")
+        wait_http(self.base + "/", timeout=60)
+        deadline = time.monotonic() + 60
+        while get_json(self.base + "/stats/requests").get("worker_count") != 1:
+            assert time.monotonic() < deadline, "the worker never connected"
+            time.sleep(0.3)
+
+    def start(self, users: int = 4) -> None:
+        form = {"user_count": users, "spawn_rate": users, "user_classes": "AlbumsFastHttpUser"}
+        assert post(self.base + "/swarm", form)["success"] is True
+
+    def close(self) -> None:
+        self.master.send_signal(signal.SIGTERM)
+        try:
+            self.master.wait(timeout=60)
+        finally:
+            for p in (self.master, self.worker):
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def slow_target(albums_binary):
+    target = Target(albums_binary, ALBUMS_DELAY=f"{DELAY_MS}ms")
+    yield target
+    target.stop()
+
+
+def test_the_ui_shows_exact_percentiles_while_the_run_goes(slow_target, tmp_path):
+    stack = UiStack(tmp_path, slow_target.url)
+    try:
+        index = urllib.request.urlopen(stack.base + "/", timeout=10).read().decode()
+        assert '"extended_tabs": [{"key": "swarmbench-latency", "title": "Exact latency"}]' in index
+        stack.start()
+        seen = []
+        for _ in range(2):
+            time.sleep(4)  # past a worker's stats report (every 3 s)
+            page = get_json(stack.base + "/swarmbench/latency.json")
+            locust = get_json(stack.base + "/stats/requests")
+            seen.append((page, locust))
+        html = urllib.request.urlopen(stack.base + "/swarmbench/latency", timeout=10).read().decode()
+        post(stack.base + "/stop")
+    finally:
+        stack.close()
+    (first, _), (second, locust) = seen
+    assert (first["enabled"], first["source"], first["window_s"]) == (True, "exact", 1)
+    now, before = aggregated(second["rows"]), aggregated(first["rows"])
+    assert now["count"] > before["count"] > 0, "the numbers do not move while the run goes"
+    assert DELAY_MS <= now["p50"] < 108 and now["p50"] <= now["p95"] <= now["p99"] <= now["max"]
+    locust_total = locust["stats"][-1]
+    assert locust_total["name"] == AGGREGATED and locust_total["median_response_time"] == 110
+    [tab] = locust["extended_stats"]
+    assert tab["key"] == "swarmbench-latency"
+    tab_total = aggregated(tab["data"])
+    assert tab_total["count"] >= now["count"] and DELAY_MS <= tab_total["p50"] < 108
+    assert {r["name"] for r in tab["data"]} == {s["name"] for s in locust["stats"]}
+    assert '<meta http-equiv="refresh"' in html and f"<td>{AGGREGATED}</td>" in html
+
+
+def window_rows(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / folder.LATENCY_WINDOWS_CSV, newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == WINDOW_COLUMNS
+        return list(reader)
+
+
+def test_a_reset_starts_the_windows_afresh_on_every_generator(albums_target, tmp_path):
+    """8 s before the reset, then 3 s: a worker's unreported samples at the reset counted from the
+    old start would land in windows 5..8 of the new folder, which lasted 3 s."""
+    stack = UiStack(tmp_path, albums_target.url)
+    try:
+        stack.start()
+        time.sleep(8)
+        urllib.request.urlopen(stack.base + "/stats/reset", data=b"", timeout=10).close()
+        reset_at = time.monotonic()
+        time.sleep(3)
+        post(stack.base + "/stop")
+        stopped_after = time.monotonic() - reset_at
+        time.sleep(2)
+    finally:
+        stack.close()
+    before, after = sorted(p.parent for p in stack.results.rglob(folder.MANIFEST))
+    for run_dir in (before, after):
+        m = assert_complete_folder(run_dir)
+        assert m["latency"]["exact"] is True, run_dir  # every request Locust counted, once
+        rows = [r for r in window_rows(run_dir) if r["name"] == AGGREGATED and r["kind"] == "service"]
+        assert sum(int(r["count"]) for r in rows) == total(stats(run_dir)) == m["latency"]["requests"]
+    windows = [int(r["window_s"]) for r in window_rows(after)]
+    assert min(windows) == 0 and max(windows) <= stopped_after + 1, f"windows {sorted(set(windows))}"
+    assert max(int(r["window_s"]) for r in window_rows(before)) >= 5  # the old start was long ago
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_recording_off_falls_back_to_rounded_and_says_so(albums_target, tmp_path, how):
+    results = tmp_path / "results"
+    switch = ["--no-exact-latency"] if how == "flag" else []
+    env = {"LOCUST_EXACT_LATENCY": "false"} if how == "env" else {}
+    res = run_locust(
+        "--headless", "-H", albums_target.url, "-u", "3", "-r", "3", "-t", "3s",
+        "--wait-time", "constant 0.05", "--results-dir", str(results), "--check", "p50<10000", *switch,
+        "AlbumsFastHttpUser", env=env,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "swarmbench: check PASS p50<10000 (Aggregated): measured" in res.stdout
+    assert "ms (rounded)" in res.stdout and "(exact)" not in res.stdout
+    assert "exact latency recording is off (--no-exact-latency)" in res.stderr
+    run_dir = only_run(results)
+    assert not any((run_dir / name).exists() for name in folder.LATENCY_FILES)
+    m = manifest(run_dir)
+    assert m.get("latency") is None and m["checks"][0]["exact"] is False
