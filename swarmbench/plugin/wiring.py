@@ -30,6 +30,7 @@ Locust calls the listeners of one event in registration order, and the order mat
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,10 +43,25 @@ from swarmbench.core import exits
 from swarmbench.core.checks import Check
 from swarmbench.core.wait import parse_wait_time
 
-from . import arrival, checks, cpu, experiment, headers, lifecycle, options, pacing, redact, signals, ui_runs
+from . import (
+    arrival,
+    checks,
+    cpu,
+    ending,
+    experiment,
+    headers,
+    lifecycle,
+    options,
+    pacing,
+    redact,
+    signals,
+    ui_runs,
+)
 from .errors import die
 from .health import RUN_END, USERS_SPAWNED
 from .lifecycle import Run
+
+logger = logging.getLogger("swarmbench")
 
 
 class Swarmbench:
@@ -57,10 +73,14 @@ class Swarmbench:
         self.outcomes: list[checks.Outcome] = []
         self.headers: dict[str, str] = {}
         self.worker_clock: cpu.CpuClock | None = None
+        self.cpu_limit: dict | None = None  # this process's own CPU limit (cpu.own_limit), read once
         self.pacing = pacing.Pacing()  # the waits users took (pacing.py registers its own listeners)
         self.env: Environment | None = None
         self.signals = signals.Signals(self.on_signal)
         self.open_model: arrival.OpenModel | None = None  # --arrival-rate's state (register())
+        self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
+        self.leaving: set[str] = set()  # workers that said a signal is stopping them
+        self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
 
     def register(self, events: Any = locust_events) -> None:
         self.open_model = arrival.register(events, self)  # first: --arrival-rate fails before a folder exists
@@ -128,8 +148,10 @@ class Swarmbench:
         if self.worker_clock is None:
             self.worker_clock = cpu.CpuClock()
         wall, used = self.worker_clock.read()
-        users = sum((data.get("user_classes_count") or {}).values())
-        data[cpu.REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users}
+        self.cpu_limit = self.cpu_limit or cpu.own_limit()
+        runner = self.env.runner if self.env else None
+        users = runner.user_count if runner is not None else 0  # Locust adds its own count after us
+        data[cpu.REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": self.cpu_limit}
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
         report = data.get(cpu.REPORT_KEY)
@@ -165,7 +187,12 @@ class Swarmbench:
         run = self.run
         if run is not None and run.started_from == "ui" and run.started_at is not None:
             self.run = None  # the next Start opens a new folder
-            ui_runs.close_run(run, self)
+            self.closer.start(runner, environment.stop_timeout, lambda: ui_runs.close_run(run, self))
+            # Written before Stop's request returns (the next Start clears the stats) -- unless this
+            # is Locust's own message loop (the last worker quit): the folder waits for final
+            # reports that loop delivers, and a signal's runner.quit() kills it (ending.py).
+            if gevent.getcurrent() not in runner.greenlet:
+                self.closer.join()
 
     # --- signals ---
 
@@ -184,19 +211,39 @@ class Swarmbench:
             return
         if run is not None and run.started_at is not None:
             run.health.signal(signum)
-        if ui_runs.applies(env):
-            runner.stop()  # writes the current web-UI run's folder (test_stop), if one runs
-            runner.quit()
-            if env.web_ui is not None:
-                env.web_ui.stop()
-        elif isinstance(runner, MasterRunner) and run is not None:
+        if self.ending is not None:
+            self.ending.join()  # the workers' signals came first: that end is under way
+        if isinstance(runner, MasterRunner) and run is not None and not ui_runs.applies(env):
             lifecycle.collect_and_quit(run)
+            return
+        if isinstance(runner, MasterRunner):
+            ending.collect(runner, env.stop_timeout)  # a web-UI run's folder: written by self.closer
         else:
-            runner.quit()
+            runner.stop()  # a standalone runner: its web-UI run's folder, if one runs (test_stop)
+        self.closer.join()
+        runner.quit()
+        if env.web_ui is not None:
+            env.web_ui.stop()
 
     def on_worker_signal(self, worker: str, signum: int) -> None:
         if self.run is not None and self.run.started_at is not None:
             self.run.health.worker_signal(worker, signum)
+        self.leaving.add(worker)
+        runner = self.env.runner if self.env else None
+        if self.ending is None and ending.all_workers_leaving(runner, self.leaving):
+            # The stack is being stopped, workers first (compose): end the run now, so its record is
+            # written before the master's own signal. Not in Locust's message loop (it waits for
+            # messages that loop delivers).
+            self.ending = gevent.spawn(self.end_for_leaving_workers)
+
+    def end_for_leaving_workers(self) -> None:
+        env, run = self.env, self.run
+        assert env is not None and isinstance(env.runner, MasterRunner)
+        logger.info("Every worker is being stopped: ending the run and saving it")
+        if run is not None and run.started_from == "headless":
+            lifecycle.collect_and_quit(run)
+        elif run is not None and run.started_at is not None:
+            ending.collect(env.runner, env.stop_timeout)  # the web UI stays up; self.closer writes
 
     # --- the end ---
 
@@ -213,6 +260,7 @@ class Swarmbench:
         lifecycle.settle_exit_code(run, environment.parsed_options.allow_degraded)
 
     def on_quit(self, exit_code: int, **_kw: Any) -> None:
+        self.closer.join()  # a web-UI run being written
         run = self.run
         headless = run is not None and run.started_from == "headless"
         if run is not None and (headless or run.started_at is not None):
