@@ -22,6 +22,7 @@ from .lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
 
+
 def applies(environment: Environment) -> bool:
     """This process runs the web UI's tests: a master or standalone runner that is not headless."""
     opts = environment.parsed_options
