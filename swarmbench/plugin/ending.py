@@ -31,7 +31,7 @@ from typing import Any
 
 import gevent
 from locust.rpc import Message
-from locust.runners import STATE_MISSING, MasterRunner
+from locust.runners import STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, MasterRunner
 
 logger = logging.getLogger("swarmbench")
 
@@ -60,9 +60,14 @@ def deadline(stop_timeout: float | None) -> float:
 
 
 def owed(runner: MasterRunner) -> dict[str, Any]:
-    """The workers that owe a final report now: {id: its node}. A node is Locust's object for one
-    connection: a worker that said goodbye and came back (`client_ready` after a Stop) is a new one."""
-    return {cid: node for cid, node in runner.clients.items() if node.state != STATE_MISSING}
+    """The workers that owe a final report now -- those running users: {id: its node}. A node is
+    Locust's object for one connection: a worker that said goodbye and came back as ready (its
+    `client_ready` after a Stop) is a new node, with nothing to report."""
+    return {
+        cid: node
+        for cid, node in runner.clients.items()
+        if node.state in (STATE_SPAWNING, STATE_RUNNING) or node.user_count > 0
+    }
 
 
 def await_goodbyes(runner: MasterRunner, nodes: dict[str, Any], until: float) -> bool:
@@ -94,7 +99,7 @@ def all_workers_leaving(runner: Any, signalled: set[str]) -> bool:
     """Every worker still connected told the master it got a signal: the stack is being stopped."""
     if not isinstance(runner, MasterRunner):
         return False
-    connected = set(owed(runner))
+    connected = {cid for cid, node in runner.clients.items() if node.state != STATE_MISSING}
     return bool(connected) and connected <= signalled
 
 

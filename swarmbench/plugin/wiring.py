@@ -183,6 +183,12 @@ class Swarmbench:
         runner = environment.runner
         if isinstance(runner, WorkerRunner):
             runner._send_stats()  # Locust's own reporting call; there is no public one
+            # Told to STOP, a worker says "client_stopped" (the master drops it), then sleeps
+            # --stop-timeout before "client_ready" -- although its users have stopped already (that
+            # wait happened in stop()). Meanwhile its reports, every 3 s, reach a master that no
+            # longer knows it ("Discarded report from unrecognized worker"). The timeout has done its
+            # job: zero it, so the worker is back at once (the next spawn job sets it again).
+            environment.stop_timeout = 0
             return
         run = self.run
         if run is not None and run.started_from == "ui" and run.started_at is not None:
