@@ -78,6 +78,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "started_from": _STR,
     "events": _LIST,
     "workers_timeline": _LIST,
+    "generator_lag": _DICT,
 }
 
 
@@ -128,6 +129,8 @@ class RunManifest:
     events: list[dict[str, Any]] | None = field(default=None, compare=False)
     # [[t_s, connected load generators], ...]: the first sample, then only when the count changed
     workers_timeline: list[list[float]] | None = field(default=None, compare=False)
+    # each load generator's event-loop lag over time and the verdict on it (core/lag.py, plugin/looplag.py)
+    generator_lag: dict[str, Any] | None = field(default=None, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)  # keys this version does not know
 
     # --- derived ---
@@ -232,6 +235,7 @@ _OMIT_WHEN_NONE = frozenset(
     {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
     | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
     | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
+    | {"generator_lag"}  # runs whose generators measured it (plugin/looplag.py)
 )
 """Optional sections: absent from run.json unless the run had them (a run outside a sweep has no
 `sweep` key, a run without thresholds no `checks`), as before this schema existed."""

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import lag
 from .wait import try_parse
 
 GENERATOR_CPU_LIMIT_PCT = 90.0
-"""A Locust worker is one Python process: one core at most. At >= 90 % of it (mean over the run,
-the busiest worker) its users queue for the CPU, latencies it reports are inflated and it cannot
-offer more load -- the same level at which Locust itself warns."""
+"""A Locust worker is one Python process: one core at most, and no more than its container's CPU
+limit (worker_cpu.per_worker[].cpu_limit, from its cgroup: a 0.15-CPU worker is saturated at 15 % of
+a core). At >= 90 % of that (mean over the run, the busiest worker) its users queue for the CPU, its
+latencies are inflated and it cannot offer more load (Locust warns at the same level). Runs recorded
+without the limit are judged against a core."""
 
 TARGET_CPU_BUSY = 0.85
 """Target CPU seconds / (duration x its CPUs) at or above which the server is at its limit. Below
@@ -74,10 +77,17 @@ def target_cpu_util(target: dict[str, Any] | None, duration_s: float | None) -> 
     run (the verdict's and the analysis' one formula). None without the figures."""
     if not target or not duration_s:
         return None
-    cpu, cpus = _num(target.get("cpu_seconds")), _num(target.get("cpus"))
+    cpu, cpus = _num(target.get("cpu_seconds")), target_cpus(target)
     if cpu is None or not cpus:
         return None
     return cpu / (duration_s * cpus)
+
+
+def target_cpus(target: dict[str, Any] | None) -> float | None:
+    """The CPUs the target may use: its Go scheduler's (GOMAXPROCS) and its cgroup's limit
+    (`cpu_limit`, a container's quota: 0.25 under TARGET_CPUS=0.25), whichever is smaller."""
+    found = [c for c in (_num((target or {}).get(k)) for k in ("cpus", "cpu_limit")) if c]
+    return min(found) if found else None
 
 
 def _num(value: Any) -> float | None:
@@ -172,8 +182,11 @@ def inputs_from_manifest(run: dict[str, Any], rps: float | None = None, avg_ms: 
     if rps is None:
         rps = run_rps
     cpu = run.get("worker_cpu") or {}
-    busiest = [_num(w.get("mean_percent")) for w in cpu.get("per_worker") or []]
-    busiest = [b for b in busiest if b is not None]
+    workers = [w for w in cpu.get("per_worker") or [] if isinstance(w, dict)]
+    busiest = [b for b in (_num(w.get("mean_percent")) for w in workers) if b is not None]
+    of_limit = [(p, w) for w in workers if (p := _num(w.get("mean_percent_of_limit"))) is not None]
+    top = max(of_limit, key=lambda pw: pw[0], default=None)
+    gen_lag = run.get("generator_lag") if isinstance(run.get("generator_lag"), dict) else {}
     target = run.get("target") or {}
     util = target_cpu_util(target, duration)
     host = run.get("host_cpu") or {}
@@ -186,10 +199,14 @@ def inputs_from_manifest(run: dict[str, Any], rps: float | None = None, avg_ms: 
         "requests": None if requests is None else int(requests),
         "failures": None if failures is None else int(failures),
         "worker_cpu_max_mean_percent": max(busiest) if busiest else None,
+        "worker_cpu_max_percent_of_limit": None if top is None else top[0],
+        "worker_cpu_limit": None if top is None else _num((top[1].get("cpu_limit") or {}).get("cpus")),
+        "generator_lag_p99_ms": _num(gen_lag.get("worst_p99_ms")),
+        "generator_lag_median_ms": _num(gen_lag.get("median_response_ms")),
         "host_cpu_mean_percent": _num(host.get("mean_percent")),
         "host_cpus": _num(host.get("cpus")),
         "target_cpu_util": None if util is None else round(util, 3),
-        "target_cpus": _num(target.get("cpus")),
+        "target_cpus": target_cpus(target),
         "users": users,
         "wait_time": wait,
         **_pacing_inputs(run, users, wait),
@@ -244,7 +261,7 @@ def judge(inputs: dict[str, Any]) -> dict[str, Any]:
     def out(verdict: str, reason: str) -> dict[str, Any]:
         return {"verdict": verdict, "reason": reason, "inputs": inputs}
 
-    found = _failed(inputs) or _cpu_limit(inputs)
+    found = _failed(inputs) or _lag(inputs) or _cpu_limit(inputs)
     if found:
         return out(*found)
     rps, cap, think, avg = (
@@ -282,14 +299,25 @@ def _failed(inputs: dict[str, Any]) -> tuple[str, str] | None:
     )
 
 
+def _lag(inputs: dict[str, Any]) -> tuple[str, str] | None:
+    """A generator whose event loop woke late inflated the latencies it measured (core/lag.py)."""
+    p99, median = inputs.get("generator_lag_p99_ms"), inputs.get("generator_lag_median_ms")
+    return ("generator-bound", lag.reason(p99, median)) if lag.inflated(p99, median) else None
+
+
 def _cpu_limit(inputs: dict[str, Any]) -> tuple[str, str] | None:
     gen, util, host = (
         inputs.get(k) for k in ("worker_cpu_max_mean_percent", "target_cpu_util", "host_cpu_mean_percent")
     )
-    if gen is not None and gen >= GENERATOR_CPU_LIMIT_PCT:
+    of_limit, limit = inputs.get("worker_cpu_max_percent_of_limit"), inputs.get("worker_cpu_limit")
+    share = gen if of_limit is None else of_limit  # runs recorded without the limit: against a core
+    if share is not None and share >= GENERATOR_CPU_LIMIT_PCT:
+        cpu = "its CPU core" if of_limit is None else (
+            f"the CPU it may use (its container's limit: {_cpus(limit)} CPU; one core at most)"
+        )  # fmt: skip
         return (
             "generator-bound",
-            f"the busiest load generator used {gen:.0f} % of its CPU core (limit "
+            f"the busiest load generator used {share:.0f} % of {cpu} (limit "
             f"{GENERATOR_CPU_LIMIT_PCT:.0f} %): Locust itself could not offer more load",
         )
     if util is not None and util >= TARGET_CPU_BUSY:
@@ -318,8 +346,14 @@ def _no_limit(inputs: dict[str, Any], above_cap: bool) -> str:
         *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
     )
     parts = []
-    if gen is not None:
+    of_limit = inputs.get("worker_cpu_max_percent_of_limit")
+    if of_limit is not None:
+        parts.append(f"generators at most {of_limit:.0f} % of their CPU limit")
+    elif gen is not None:
         parts.append(f"generators at most {gen:.0f} % CPU")
+    lag_p99 = inputs.get("generator_lag_p99_ms")
+    if lag_p99 is not None:
+        parts.append(f"their event loops p99 {lag_p99:.0f} ms late")
     if host is not None:
         parts.append(f"machine {host:.0f} % busy")
     if util is not None:
@@ -353,9 +387,12 @@ def legend() -> str:
     """What each verdict means, in the words and with the limits judge() uses (the report shows it)."""
     return (
         f"target-failed: ≥ {TARGET_FAILED_SHARE:.0%} of the requests failed (the target stopped "
-        f"answering); generator-bound: a load generator at ≥ {GENERATOR_CPU_LIMIT_PCT:.0f} % of its core, "
-        f"or the machine at ≥ {HOST_CPU_BUSY_PCT:.0f} % (generators starved for cores); target-bound: the "
-        f"target at ≥ {TARGET_CPU_BUSY:.0%} of its CPUs, or users waiting ≥ {LATENCY_DOMINATES:g}× "
+        f"answering); generator-bound: a load generator at ≥ {GENERATOR_CPU_LIMIT_PCT:.0f} % of the CPU it "
+        f"may use (its container's limit, one core at most), its event loop p99 late by more than "
+        f"max({lag.LAG_FLOOR_MS:g} ms, {lag.LAG_SHARE_OF_P50:.0%} of the median response time) "
+        f"({lag.INFLATED}), or the machine at ≥ {HOST_CPU_BUSY_PCT:.0f} % (generators starved for cores); "
+        f"target-bound: the target at ≥ {TARGET_CPU_BUSY:.0%} of its CPUs (its container's limit), or users "
+        f"waiting ≥ {LATENCY_DOMINATES:g}× "
         f"longer on responses than they think; load-bound: the run reached ≥ {LOAD_BOUND_SHARE:.0%} of "
         "the rate the users' measured waits allow (users ÷ mean wait, per class), so more workers cannot "
         "help; none: no limit reached."

@@ -26,7 +26,7 @@ from swarmbench.core import arrival, exits, folder, target, verdict
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.manifest import RunManifest
 
-from . import cpu, ending, results
+from . import cpu, ending, looplag, results
 from .errors import die
 from .health import RUN_END, Health
 
@@ -64,6 +64,7 @@ class Run:
         self.local_clock = cpu.CpuClock()
         self.workers_seen: set[str] = set()
         self.workers_loaded: set[str] = set()  # the workers that ran users (run.json's workers_connected)
+        self.lag = looplag.LagBook()  # each generator's event-loop lag reports
         self.manifest = RunManifest(run_id=run_dir.name if run_dir else None)
         self.greenlets: list[gevent.Greenlet] = []
         self.finished = False
@@ -361,6 +362,7 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.started_from = run.started_from
     m.events, m.workers_timeline = run.health.events, run.health.timeline
     m.totals = {"requests": total.num_requests, "failures": total.num_failures}
+    m.generator_lag = run.lag.section(total.get_response_time_percentile(0.5) if total.num_requests else None)
     # What limited this run, from the numbers above (see core/verdict.py for the thresholds).
     m.bottleneck = verdict.judge_manifest(
         m.to_json(),

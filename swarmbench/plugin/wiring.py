@@ -31,6 +31,7 @@ Locust calls the listeners of one event in registration order, and the order mat
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +40,7 @@ from locust import events as locust_events
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
-from swarmbench.core import exits
+from swarmbench.core import exits, lag
 from swarmbench.core.checks import Check
 from swarmbench.core.wait import parse_wait_time
 
@@ -51,6 +52,7 @@ from . import (
     experiment,
     headers,
     lifecycle,
+    looplag,
     options,
     pacing,
     redact,
@@ -74,6 +76,7 @@ class Swarmbench:
         self.headers: dict[str, str] = {}
         self.worker_clock: cpu.CpuClock | None = None
         self.cpu_limit: dict | None = None  # this process's own CPU limit (cpu.own_limit), read once
+        self.lag_probe = looplag.Probe()  # a load generator's event-loop lag (looplag.py)
         self.pacing = pacing.Pacing()  # the waits users took (pacing.py registers its own listeners)
         self.env: Environment | None = None
         self.signals = signals.Signals(self.on_signal)
@@ -134,11 +137,16 @@ class Swarmbench:
         if isinstance(environment.runner, WorkerRunner):
             # Workers measure CPU from their test start (the clock starts when the test does).
             self.worker_clock = cpu.CpuClock()
+            self.lag_probe.start()
             return
         if self.run is None and ui_runs.applies(environment):
             self.run = ui_runs.open_run(environment)
         if self.run is not None and lifecycle.start(self.run):
             experiment.start_host_cpu(self.run)
+            if not isinstance(environment.runner, MasterRunner):  # a standalone runner generates load
+                self.lag_probe.start()
+                tracker = gevent.spawn(looplag.track_local, self.lag_probe, self.run.lag, time.monotonic())
+                self.run.greenlets.append(tracker)
 
     def on_spawning_complete(self, user_count: int, **_kw: Any) -> None:
         if self.run is not None and self.run.started_at is not None:
@@ -152,11 +160,14 @@ class Swarmbench:
         runner = self.env.runner if self.env else None
         users = runner.user_count if runner is not None else 0  # Locust adds its own count after us
         data[cpu.REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": self.cpu_limit}
+        data[looplag.REPORT_KEY] = self.lag_probe.report()
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
         report = data.get(cpu.REPORT_KEY)
         if self.run is not None and self.run.started_at is not None and report:
             lifecycle.worker_cpu_report(self.run, client_id, report)
+        if self.run is not None and self.run.started_at is not None and data.get(looplag.REPORT_KEY):
+            self.run.lag.record(client_id, data[looplag.REPORT_KEY], self.run.health.elapsed())
 
     def on_reset_stats(self, **_kw: Any) -> None:
         run = self.run
@@ -189,6 +200,7 @@ class Swarmbench:
             # longer knows it ("Discarded report from unrecognized worker"). The timeout has done its
             # job: zero it, so the worker is back at once (the next spawn job sets it again).
             environment.stop_timeout = 0
+            self.lag_probe.stop()
             return
         run = self.run
         if run is not None and run.started_from == "ui" and run.started_at is not None:
@@ -280,7 +292,15 @@ class Swarmbench:
     def write_run(self, run: Run, exit_code: int | None) -> None:
         """The run's folder, complete (a headless run at quit, a web-UI run at its stop)."""
         run.manifest.pacing = self.pacing.manifest()  # before finish(): the verdict reads it
+        if self.lag_probe.greenlet is not None and run.started_at is not None:  # a standalone runner
+            run.lag.record("local", self.lag_probe.report(), run.health.elapsed())
+            self.lag_probe.stop()
         lifecycle.finish(run, exit_code)
+        lag_section = run.manifest.generator_lag or {}
+        if lag_section.get("inflated"):
+            line = lag.reason(lag_section["worst_p99_ms"], lag_section.get("median_response_ms"))
+            logger.warning("Run %s: %s", run.manifest.run_id, line)
+            print(f"swarmbench: {line}", flush=True)
         if run.run_dir and self.headers:
             redact.scrub_folder(run.run_dir, self.headers)  # nor a saved file
 
