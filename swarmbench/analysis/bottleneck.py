@@ -45,6 +45,7 @@ def run_bottleneck(run: Run) -> dict | None:
         "wait_time": m.wait_time,
         "host_cpu": m.host_cpu,
         "pacing": m.pacing,
+        "generator_lag": m.generator_lag,
     }
     return rules.judge_manifest(raw, rps=float(agg[C.RPS_OUT]), avg_ms=float(agg[C.AVG_MS]))
 

@@ -13,7 +13,7 @@ import pandas as pd
 from swarmbench.core.arrival import DROP_LIMIT
 
 from . import columns as C
-from . import health, open_knee, open_model, plots
+from . import health, lag, open_knee, open_model, plots
 from .knee import Knee
 from .knee import knee as find_knee
 from .load import Run
@@ -45,6 +45,7 @@ def render_charts(runs: Sequence[Run], summary: pd.DataFrame, groups: Sequence[S
         *_whole_run_charts(summary),
         *_over_time_charts(runs),
         *(Chart(*c) for c in health.charts(runs)),
+        *(Chart(*c) for c in lag.charts(runs)),
         *_open_model_charts(runs),
     ]
 

@@ -357,6 +357,9 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.locust_version = locust.__version__
     m.worker_cpu = cpu.summarize(run.cpu)
     m.target = target.delta(run.target_before, after) if run.target_before and after else None
+    if m.target:  # its CPU seconds as a share of what it may use (verdict.target_cpus)
+        share = verdict.target_cpu_util(m.target, m.duration_s)
+        m.target["cpu_share_of_limit"] = None if share is None else round(share, 3)
     m.git_commit = opts.git_commit or git_commit()
     m.exit_code = exit_code
     m.started_from = run.started_from
