@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,24 +33,44 @@ def _worker_count(base: str) -> int:
         return json.loads(r.read()).get("worker_count")
 
 
-def test_after_stop_workers_are_back_at_once_and_no_report_is_discarded(albums_target, tmp_path):
-    """A Stopped worker used to be unknown to the master for --stop-timeout (locust.conf: 10 s) while
-    its reports kept coming: "Discarded report from unrecognized worker" every 3 s."""
+@contextmanager
+def ui_test(albums_target, tmp_path: Path, workers: int, users: int) -> Iterator[tuple[str, list]]:
+    """A web-UI master and WORKERS workers (local processes), a test of USERS started through the
+    UI's HTTP API and running; yields the UI's address and every process; none is left behind."""
     port, web = str(free_port()), free_port()
     master = spawn(
         ["--master", "--master-bind-port", port, "--web-host", "127.0.0.1", "--web-port", str(web),
          "--class-picker", "-H", albums_target.url, "--wait-time", "constant 0.05",
          "--results-dir", str(tmp_path / "results")], tmp_path / "master.log",
     )  # fmt: skip
-    worker = spawn(["--worker", "--master-port", port], tmp_path / "w.log")
+    procs = [
+        master,
+        *(spawn(["--worker", "--master-port", port], tmp_path / f"w{i}.log") for i in range(workers)),
+    ]
     base = f"http://127.0.0.1:{web}"
     try:
         wait_http(base + "/", timeout=60)
-        wait_for(tmp_path / "master.log", "1 workers connected")
-        assert post(
-            base + "/swarm", {"user_count": 3, "spawn_rate": 3, "user_classes": "AlbumsFastHttpUser"}
-        )["success"]
+        wait_for(tmp_path / "master.log", f"{workers} workers connected")
+        form = {"user_count": users, "spawn_rate": users, "user_classes": "AlbumsFastHttpUser"}
+        assert post(base + "/swarm", form)["success"]
         wait_for(tmp_path / "master.log", SPAWNED)
+        yield base, procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def test_after_stop_workers_are_back_at_once_and_no_report_is_discarded(albums_target, tmp_path):
+    """A Stopped worker used to be unknown to the master for --stop-timeout (locust.conf: 10 s) while
+    its reports kept coming: "Discarded report from unrecognized worker" every 3 s."""
+    with ui_test(albums_target, tmp_path, workers=1, users=3) as (base, _):
         time.sleep(2)
         assert post(base + "/stop")["success"]
         stopped = time.monotonic()
@@ -55,11 +78,6 @@ def test_after_stop_workers_are_back_at_once_and_no_report_is_discarded(albums_t
             assert time.monotonic() - stopped < 3, "the worker was not back as ready right after Stop"
             time.sleep(0.1)
         time.sleep(7)  # two of the worker's report intervals (3 s)
-    finally:
-        for p in (master, worker):
-            p.send_signal(signal.SIGTERM)
-        for p in (master, worker):
-            p.wait(timeout=60)
     log = (tmp_path / "master.log").read_text()
     assert "Discarded report from unrecognized worker" not in log, log[-3000:]
     assert_exact(only_run(tmp_path / "results"), target_album_requests(albums_target.metrics()))
@@ -85,32 +103,12 @@ def test_headless_master_and_workers_signalled_in_any_order(albums_target, tmp_p
 
 def test_web_ui_run_survives_workers_and_master_signalled_together(albums_target, tmp_path):
     """A web-UI run in progress when everything gets SIGTERM at once is saved, interrupted, exact."""
-    port, web = str(free_port()), free_port()
-    results = tmp_path / "results"
-    master = spawn(
-        ["--master", "--master-bind-port", port, "--web-host", "127.0.0.1", "--web-port", str(web),
-         "--class-picker", "-H", albums_target.url, "--wait-time", "constant 0.05",
-         "--results-dir", str(results)], tmp_path / "master.log",
-    )  # fmt: skip
-    workers = [spawn(["--worker", "--master-port", port], tmp_path / f"w{i}.log") for i in range(2)]
-    base = f"http://127.0.0.1:{web}"
-    try:
-        wait_http(base + "/", timeout=60)
-        wait_for(tmp_path / "master.log", "2 workers connected")
-        assert post(
-            base + "/swarm", {"user_count": 6, "spawn_rate": 6, "user_classes": "AlbumsFastHttpUser"}
-        )["success"]
-        wait_for(tmp_path / "master.log", SPAWNED)
+    with ui_test(albums_target, tmp_path, workers=2, users=6) as (_, procs):
         time.sleep(3)
-        for p in (master, *workers):
+        for p in procs:
             p.send_signal(signal.SIGTERM)
-        assert master.wait(timeout=60) == 143
-    finally:
-        for p in (master, *workers):
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-    run_dir = only_run(results)
+        assert procs[0].wait(timeout=60) == 143
+    run_dir = only_run(tmp_path / "results")
     m = assert_complete_folder(run_dir)
     assert (m["started_from"], m["status"], m["workers_connected"]) == ("ui", "interrupted", 2)
     assert run_dir.name.endswith("_w2")

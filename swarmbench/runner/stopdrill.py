@@ -102,13 +102,13 @@ def attached_up(d: Drill, env: dict[str, str]) -> Iterator[subprocess.Popen]:
     )  # fmt: skip
     os.close(secondary)
     reader = threading.Thread(target=_copy, args=(primary, d.log), daemon=True)
-    reader.start()
     try:
+        reader.start()
         yield proc
     finally:
-        if proc.poll() is None:
+        if proc.poll() is None:  # a drill that failed half-way
             proc.kill()
-            proc.wait()
+        proc.wait()
         # Every container's whole log (compose stops showing them at Ctrl-C), for a failed try.
         (d.workdir / "stack.log").write_text(_compose(d, env, "logs", "--no-color", "--timestamps").stdout)
         _compose(d, env, "down", "--remove-orphans", "--timeout", "2")
