@@ -107,7 +107,7 @@ class Closer:
     """Writes a web-UI run's folder in a greenlet of its own, after the workers' final reports."""
 
     def __init__(self) -> None:
-        self.greenlet: gevent.Greenlet | None = None
+        self.greenlets: list[gevent.Greenlet] = []
 
     def start(self, runner: Any, stop_timeout: float | None, write: Callable[[], Any]) -> None:
         nodes = owed(runner) if isinstance(runner, MasterRunner) else {}
@@ -117,9 +117,8 @@ class Closer:
                 await_goodbyes(runner, nodes, deadline(stop_timeout))
             write()
 
-        self.greenlet = gevent.spawn(close)
+        self.greenlets = [g for g in self.greenlets if not g.ready()] + [gevent.spawn(close)]
 
     def join(self) -> None:
-        """Wait for a write in progress (a signal, the process's end must not cut it off)."""
-        if self.greenlet is not None:
-            self.greenlet.join()
+        """Wait for every write in progress (a signal, the process's end must not cut one off)."""
+        gevent.joinall(self.greenlets)

@@ -139,6 +139,8 @@ class Swarmbench:
             self.worker_clock = cpu.CpuClock()
             self.lag_probe.start()
             return
+        if self.ending is not None and self.ending.ready():
+            self.ending = None  # workers stopped earlier (`docker compose stop worker`) and came back
         if self.run is None and ui_runs.applies(environment):
             self.run = ui_runs.open_run(environment)
         if self.run is not None and lifecycle.start(self.run):
