@@ -10,17 +10,21 @@ Locust calls the listeners of one event in registration order, and the order mat
                               3. open the run (headless master or standalone only): pre-flight the
                                  host, create results/<run-id>/
                               4. record the experiment sections of run.json
-                              5. (master) listen for workers' "stopped by a signal" messages
+                              5. (master) listen for workers' "stopped by a signal" messages;
+                                 once every connected worker sent one, end the run (ending.py)
     test_start                web UI: open a new run folder (ui_runs.py); start the run's clock,
-                              CSVs and samplers; host CPU sampling; workers restart their CPU
-                              clock; every process: our SIGINT/SIGTERM handlers (signals.py)
+                              CSVs and samplers; host CPU sampling; load generators restart their
+                              CPU clock and event-loop lag probe (looplag.py); every process: our
+                              SIGINT/SIGTERM handlers (signals.py)
     spawning_complete         event "users spawned" (health.py)
-    report_to_master          (worker) piggyback this process's CPU seconds on the stats report
+    report_to_master          (worker) piggyback this process's CPU seconds, CPU limit and loop lag
+                              on the stats report
     worker_report             (master) collect them
     reset_stats               web UI: close the run folder, open the next one
     test_stopping             the run's end began (workers leaving now is no longer a fault)
-    test_stop                 (worker) flush the stats since the last report; web UI: write the
-                              run's folder
+    test_stop                 (worker) flush the stats since the last report, be ready again at
+                              once; web UI: write the run's folder once the workers' final reports
+                              are in, in a greenlet a signal waits for (ending.Closer)
     quitting                  thresholds on the final stats, then the run's status and the exit
                               code (health.py, core/exits.py)
     quit                      final CSVs, report.html and run.json; any secret header value
