@@ -88,6 +88,7 @@ class Swarmbench:
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
         self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
+        self.collecting = False  # the master is collecting its workers' goodbyes (collect_ui)
 
     def register(self, events: Any = locust_events) -> None:
         self.open_model = arrival.register(events, self)  # first: --arrival-rate fails before a folder exists
@@ -215,7 +216,7 @@ class Swarmbench:
             # Written before Stop's request returns (the next Start clears the stats) -- unless this
             # is Locust's own message loop (the last worker quit): the folder waits for final
             # reports that loop delivers, and a signal's runner.quit() kills it (ending.py).
-            if gevent.getcurrent() not in runner.greenlet:
+            if gevent.getcurrent() not in runner.greenlet and not self.collecting:
                 self.closer.join()
 
     # --- signals ---
@@ -241,7 +242,7 @@ class Swarmbench:
             lifecycle.collect_and_quit(run)
             return
         if isinstance(runner, MasterRunner):
-            ending.collect(runner, env.stop_timeout)  # a web-UI run's folder: written by self.closer
+            self.collect_ui(runner)
         else:
             runner.stop()  # a standalone runner: its web-UI run's folder, if one runs (test_stop)
         self.closer.join()
@@ -267,7 +268,17 @@ class Swarmbench:
         if run is not None and run.started_from == "headless":
             lifecycle.collect_and_quit(run)
         elif run is not None and run.started_at is not None:
-            ending.collect(env.runner, env.stop_timeout)  # the web UI stays up; self.closer writes
+            self.collect_ui(env.runner)  # the web UI stays up
+
+    def collect_ui(self, runner: MasterRunner) -> None:
+        """End a web-UI run on a signal: stop it, collect every worker's goodbye (ending.collect);
+        its folder is written by self.closer meanwhile -- not waited for inside test_stop, which
+        fires before the workers are asked to quit."""
+        self.collecting = True
+        try:
+            ending.collect(runner, runner.environment.stop_timeout)
+        finally:
+            self.collecting = False
 
     # --- the end ---
 
