@@ -14,10 +14,13 @@ median response time) marks the run `latency inflated by the load generator`:
   up carry an error of that order from the generator itself -- beyond the run-to-run noise of a
   latency measurement (a few %), and the run no longer measures the server alone;
 - floor: a healthy loop wakes within about a millisecond (timer slack, the 3 s stats report and
-  Python's garbage collector add pauses of a few ms), and a target answering in under a millisecond
-  would otherwise make any jitter "inflate" it. Measured on this harness (2-core machine, shared):
-  idle-ish workers stay at p99 <= 2 ms; a worker at its 0.15-CPU quota shows p99 of 60-90 ms (the
-  throttled part of each 100 ms period). LAG_FLOOR_MS sits well between.
+  Python's garbage collector add pauses of a few ms), and on a machine whose cores are all busy any
+  runnable process may wait one CFS scheduling period (6 ms x (1 + log2 cores): 12-24 ms) for its
+  turn without being saturated itself; a target answering in about a millisecond would otherwise
+  make that jitter "inflate" it. Measured on this harness (2-core machine, shared): workers with a
+  core to themselves stay at p99 2-3 ms, a standalone runner on a fully busy machine reaches ~10 ms;
+  a worker at its 0.15-CPU quota shows p99 of 800-1500 ms (throttled for most of each 100 ms CFS
+  period, with a backlog of users). LAG_FLOOR_MS sits above the first two and far below the last.
 
 Standard library only: the plugin (which measures and records) and the verdict (which judges) share it.
 """
@@ -31,7 +34,7 @@ from typing import Any
 TICK_S = 0.01
 """The probe's timer period: 100 wake-ups a second (about 300 per 3 s report), cheap (<1 % of a core)."""
 
-LAG_FLOOR_MS = 10.0
+LAG_FLOOR_MS = 20.0
 """Lag p99 at or below this never flags a run (see the module docstring)."""
 
 LAG_SHARE_OF_P50 = 0.10
