@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -110,6 +111,7 @@ type gauges struct {
 	maxConns     int
 	connsOpen    int64
 	connsLimited int64 // a counter, read here with the gauges
+	cpuLimit     cpuLimit
 }
 
 // writeTo writes the Prometheus text exposition (format 0.0.4). Label values
@@ -135,6 +137,9 @@ func (m *metrics) writeTo(w io.Writer, g gauges) {
 	family(&b, "albums_config_delay_seconds", "gauge", "Fixed latency added to each album request (ALBUMS_DELAY).", "", g.delay.Seconds())
 	family(&b, "albums_config_lock_work_seconds", "gauge", "CPU work done inside the store's critical section per operation (ALBUMS_LOCK_WORK).", "", g.lockWork.Seconds())
 	family(&b, "albums_config_cpus", "gauge", "CPUs the Go scheduler uses (GOMAXPROCS).", "", float64(g.cpus))
+	if g.cpuLimit.source != "" {
+		family(&b, "albums_cpu_limit_cpus", "gauge", "CPUs this process may use: its cgroup's CPU quota or cpuset, else the machine's cores (source says which).", `{source="`+g.cpuLimit.source+`"}`, g.cpuLimit.cpus)
+	}
 	family(&b, "albums_config_max_albums", "gauge", "Albums the store accepts before answering 507 (ALBUMS_MAX_ALBUMS).", "", float64(g.maxAlbums))
 	family(&b, "albums_config_max_bytes", "gauge", "Album bytes the store accepts before answering 507 (ALBUMS_MAX_BYTES).", "", float64(g.maxBytes))
 	family(&b, "albums_config_max_connections", "gauge", "Client connections open at once before new ones wait (ALBUMS_MAX_CONNS).", "", float64(g.maxConns))
@@ -157,6 +162,9 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
+// ownCPULimit is read once: a container's limit does not change while it runs.
+var ownCPULimit = sync.OnceValue(processCPULimit)
+
 // currentGauges is split out so the metrics handler stays small.
 func (s *server) currentGauges() gauges {
 	g := gauges{
@@ -169,6 +177,7 @@ func (s *server) currentGauges() gauges {
 		maxAlbums: s.limits.maxAlbums,
 		maxBytes:  s.limits.maxBytes,
 		maxConns:  s.maxConns,
+		cpuLimit:  ownCPULimit(),
 	}
 	if s.conns != nil {
 		g.connsOpen, g.connsLimited = s.conns.open.Load(), s.conns.limited.Load()

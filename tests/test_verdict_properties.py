@@ -17,6 +17,7 @@ import pytest
 from conftest import ROOT, free_port, locust_cmd, run_locust
 from runs import manifest, only_run
 
+from swarmbench.core import lag
 from swarmbench.core import verdict as V
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sections import VerdictInputs
@@ -54,6 +55,19 @@ def _pacing(rng: random.Random) -> dict | None:
     }
 
 
+def _worker(rng: random.Random) -> dict:
+    """A worker's CPU: a share of a core, and (a newer harness) of its container's limit."""
+    mean = round(rng.uniform(0, 100), 1)
+    if rng.random() < 0.5:
+        return {"mean_percent": mean}
+    limit = rng.choice([0.15, 0.5, 1.0, 2.0])
+    return {
+        "mean_percent": mean,
+        "cpu_limit": {"cpus": limit},
+        "mean_percent_of_limit": round(mean / min(1, limit), 1),
+    }
+
+
 def random_run(rng: random.Random) -> tuple[dict, float | None, float | None]:
     """A run.json-like dict, Locust's rps and mean latency (either may be absent)."""
     duration = _maybe(rng, round(rng.uniform(1, 120), 3))
@@ -63,12 +77,23 @@ def random_run(rng: random.Random) -> tuple[dict, float | None, float | None]:
     run = {
         "duration_s": duration,
         "totals": _maybe(rng, {"requests": requests, "failures": failures}, 0.9),
-        "worker_cpu": {
-            "per_worker": [{"mean_percent": round(rng.uniform(0, 100), 1)} for _ in range(rng.randint(0, 3))]
-        },
+        "worker_cpu": {"per_worker": [_worker(rng) for _ in range(rng.randint(0, 3))]},
         "target": _maybe(
-            rng, {"cpus": cpus, "cpu_seconds": rng.uniform(0, (duration or 10) * (cpus or 1) * 1.1)}
-        ),
+            rng,
+            {
+                "cpus": cpus,
+                "cpu_seconds": rng.uniform(0, (duration or 10) * (cpus or 1) * 1.1),
+                "cpu_limit": _maybe(rng, rng.choice([0.25, 0.5, 1.5, 2.0]), 0.5),
+            },
+        ),  # fmt: skip
+        "generator_lag": _maybe(
+            rng,
+            {
+                "worst_p99_ms": round(10 ** rng.uniform(-1, 2.5), 3),
+                "median_response_ms": _maybe(rng, round(10 ** rng.uniform(-1, 3), 1)),
+            },
+            0.5,
+        ),  # fmt: skip
         "host_cpu": _maybe(rng, {"mean_percent": round(rng.uniform(0, 100), 1), "cpus": 2}, 0.5),
         "users": _maybe(rng, rng.randint(1, 500)),
         "wait_time": rng.choice(SPECS),
@@ -108,6 +133,7 @@ def _printable(inputs: dict) -> set[str]:
         *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
     )
     limits = [V.GENERATOR_CPU_LIMIT_PCT, V.TARGET_CPU_BUSY, V.HOST_CPU_BUSY_PCT, V.TARGET_FAILED_SHARE]
+    limits += [lag.LAG_FLOOR_MS, lag.LAG_SHARE_OF_P50, lag.bound_ms(inputs.get("generator_lag_median_ms"))]
     values = _leaves(inputs) + limits
     if rps and cap:
         values += [rps / cap, cap / rps]
@@ -128,6 +154,7 @@ def numbers_in(reason: str, inputs: dict) -> list[str]:
         text = text.replace(c["name"], "")
     if inputs.get("wait_time"):
         text = text.replace(f"'{inputs['wait_time']}'", "")
+    text = re.sub(r"\bp\d+\b", "", text)  # percentile names (p99) are words, not figures
     return re.findall(r"\d+(?:\.\d+)?", text)
 
 
@@ -165,9 +192,19 @@ def check(result: dict) -> None:
             think, avg = inputs["think_time_s"], inputs["avg_response_ms"]
             assert think and avg / 1000 >= V.LATENCY_DOMINATES * think
             assert not (cap and rps is not None and rps > cap * (1 + V.CAP_TOLERANCE))
+    of_limit = inputs.get("worker_cpu_max_percent_of_limit")
+    share = gen if of_limit is None else of_limit
+    p99, median = inputs.get("generator_lag_p99_ms"), inputs.get("generator_lag_median_ms")
+    if verdict != "target-failed" and (
+        lag.inflated(p99, median) or (share or 0) >= V.GENERATOR_CPU_LIMIT_PCT
+    ):
+        assert verdict == "generator-bound", (verdict, reason)
     if verdict == "generator-bound":
-        if "busiest load generator used" in reason:
-            assert gen >= V.GENERATOR_CPU_LIMIT_PCT and f"used {gen:.0f} % of its CPU core" in reason
+        if reason.startswith(lag.INFLATED):
+            assert lag.inflated(p99, median) and f"woke p99 {p99:.0f} ms late" in reason
+        elif "busiest load generator used" in reason:
+            assert share >= V.GENERATOR_CPU_LIMIT_PCT and f"used {share:.0f} % of" in reason
+            assert ("of its CPU core" in reason) == (of_limit is None), reason
         else:
             assert host >= V.HOST_CPU_BUSY_PCT and f"were {host:.0f} % busy" in reason
     if verdict in ("load-bound", "target-bound") and "think" in reason:

@@ -15,7 +15,7 @@ import pandas as pd
 from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS
 
 from . import columns as C
-from . import health, open_knee, open_model, plots, plots_latency, plots_time
+from . import health, lag, open_knee, open_model, plots, plots_latency, plots_time
 from .knee import Knee, step_load_knee
 from .load import Run
 from .plots import figure_png
@@ -54,6 +54,7 @@ def render_charts(
         *_distribution_charts(runs),
         *_over_time_charts(runs),
         *_health_charts(runs),
+        *_lag_charts(runs),
         *_open_model_charts(runs, knee_p99_ms),
     ]
 
@@ -225,6 +226,20 @@ def _over_time_latency(series: pd.DataFrame) -> str:
         "Percentiles rounded: Locust's history values (a trailing ~10 s window, 2 significant "
         "digits) at each window's end; empty windows are gaps."
     )
+
+
+def _lag_charts(runs: Sequence[Run]) -> list[Chart]:
+    """An event-loop lag chart for each run whose load generators measured it (analysis/lag.py)."""
+    return [
+        Chart(
+            f"generator_lag_{safe_filename(run.run_id)}.png",
+            f"Load generator lag over time — {run.run_id}",
+            lag.caption(run),
+            figure_png(lag.lag_figure(run)),
+        )
+        for run in runs
+        if not lag.lag_frame(run).empty
+    ]
 
 
 def _health_charts(runs: Sequence[Run]) -> list[Chart]:

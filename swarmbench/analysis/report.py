@@ -19,7 +19,7 @@ from swarmbench.core.sweepstate import SweepState as Sweep
 from swarmbench.core.verdict import legend as verdict_legend
 
 from . import columns as C
-from . import health
+from . import health, lag
 from .bottleneck import run_bottleneck
 from .charts import Chart
 from .load import Run
@@ -271,6 +271,7 @@ def build_report(
     )
 
     out.append("<h2>What limited each run</h2>")
+    out.extend(lag.flagged_html(runs))
     out.append(_bottleneck_html(runs))
 
     out.extend(_charts_html(charts))

@@ -26,6 +26,7 @@ from .sections import (
     Event,
     ExactLatency,
     GeneratorCpu,
+    GeneratorLag,
     HostCpu,
     LoadShape,
     Nodes,
@@ -88,12 +89,15 @@ class RunManifest(Record):
     events: list[Event] | None = None
     workers_timeline: list[WorkersPoint] | None = None
     latency: ExactLatency | None = None  # exact (HDR) latency files; absent before they existed
+    # each load generator's event-loop lag over time and the verdict on it (core/lag.py, plugin/looplag.py)
+    generator_lag: GeneratorLag | None = None
     locustfile_sha256: str | None = None  # core/filehash.py: the load's code, for comparisons
 
     OMIT_WHEN_NONE = frozenset(
         {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
         | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
         | {"latency"}  # runs from before the exact latency files have none
+        | {"generator_lag"}  # runs whose generators measured it (plugin/looplag.py)
         | {"locustfile_sha256"}  # runs from before it was recorded
         | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
     )

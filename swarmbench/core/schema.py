@@ -119,6 +119,8 @@ def _load(value: Any, hint: Any, where: str | Path, path: str) -> Any:
     """VALUE checked against the type HINT (None already handled by the caller)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:  # None inside a list or map (a missing figure)
+            return None
         options = [a for a in args if a is not type(None)]
         if len(options) == 1:
             return _load(value, options[0], where, path)

@@ -15,6 +15,15 @@ from .schema import Record, count
 
 
 @dataclass
+class CpuLimit(Record):
+    """The CPUs a process may use, read from its own cgroup (core/cgroup.py): quota or cpuset, else
+    the machine's cores; `source` says which."""
+
+    cpus: float | None = None
+    source: str | None = None
+
+
+@dataclass
 class WorkerCpu(Record):
     """One load generator's CPU, measured by the process itself (plugin/cpu.py), % of one core."""
 
@@ -24,6 +33,9 @@ class WorkerCpu(Record):
     samples: int | None = count()
     locust_reported_mean_percent: float | None = None  # Locust's own 10 s samples, for comparison
     locust_reported_max_percent: float | None = None
+    cpu_limit: CpuLimit | None = None
+    mean_percent_of_limit: float | None = None  # of min(1 core, cpu_limit): what it may use
+    max_percent_of_limit: float | None = None
 
 
 @dataclass
@@ -32,13 +44,20 @@ class GeneratorCpu(Record):
 
     mean_percent: float | None = None
     max_percent: float | None = None
+    max_mean_percent_of_limit: float | None = None  # the busiest worker's mean, of its own limit
     per_worker: list[WorkerCpu] = field(default_factory=list)
 
     @property
     def busiest_mean_percent(self) -> float | None:
-        """The busiest generator's mean (what the verdict judges)."""
+        """The busiest generator's mean, % of one core."""
         means = [w.mean_percent for w in self.per_worker if w.mean_percent is not None]
         return max(means) if means else None
+
+    @property
+    def busiest_of_limit(self) -> WorkerCpu | None:
+        """The generator with the highest mean share of its own limit (what the verdict judges)."""
+        known = [w for w in self.per_worker if w.mean_percent_of_limit is not None]
+        return max(known, key=lambda w: w.mean_percent_of_limit or 0.0, default=None)
 
 
 @dataclass
@@ -56,8 +75,11 @@ class TargetCounters(Record):
     """`target`: what the bundled target served during the run (core/target.py scrapes /metrics)."""
 
     store: str | None = None  # its ALBUMS_STORE strategy
-    cpus: float | None = None  # the CPUs it may use (GOMAXPROCS)
+    cpus: float | None = None  # its Go scheduler's CPUs (GOMAXPROCS)
+    cpu_limit: float | None = None  # its own cgroup's limit, from its /metrics
+    cpu_limit_source: str | None = None
     cpu_seconds: float | None = None
+    cpu_share_of_limit: float | None = None  # cpu_seconds / (duration x the smaller of cpus, cpu_limit)
     requests: dict[str, int] = field(default_factory=dict)  # by route, every status code
     album_requests: int | None = count()  # the routes the scenario drives (core/target.ALBUM_ROUTES)
 
@@ -149,6 +171,10 @@ class VerdictInputs(Record):
     requests: int | None = None
     failures: int | None = None
     worker_cpu_max_mean_percent: float | None = None
+    worker_cpu_max_percent_of_limit: float | None = None
+    worker_cpu_limit: float | None = None
+    generator_lag_p99_ms: float | None = None
+    generator_lag_median_ms: float | None = None
     host_cpu_mean_percent: float | None = None
     host_cpus: float | None = None
     target_cpu_util: float | None = None
@@ -312,3 +338,37 @@ class Nodes(Record):
     workers: list[Node] = field(default_factory=list)
 
     OMIT_WHEN_NONE = frozenset({"master", "target"})
+
+
+# --- the generator's self-check --------------------------------------------------------------------
+
+
+@dataclass
+class WorkerLag(Record):
+    """One load generator's event-loop lag (plugin/looplag.py): whole-run figures and, per stats
+    report, [t_s, p50_ms, p99_ms, max_ms] (GeneratorLag.series_columns)."""
+
+    id: str | None = None
+    n: int | None = count()
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    series: list[list[float | None]] = field(default_factory=list)
+
+
+@dataclass
+class GeneratorLag(Record):
+    """`generator_lag`: did the load generators keep up? Each one's event-loop lag, and the verdict
+    against the bound (core/lag.py): a p99 above it marks the run `flag` (lag.INFLATED)."""
+
+    tick_ms: float | None = None  # the probe timer's period
+    series_columns: list[str] = field(default_factory=list)
+    bound_ms: float | None = None
+    floor_ms: float | None = None
+    share_of_median: float | None = None
+    median_response_ms: float | None = None
+    worst_worker: str | None = None
+    worst_p99_ms: float | None = None
+    inflated: bool | None = None
+    flag: str | None = None
+    per_worker: list[WorkerLag] = field(default_factory=list)

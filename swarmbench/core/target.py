@@ -34,6 +34,8 @@ class TargetSnapshot:
     store: str | None = None
     cpu_seconds: float | None = None
     cpus: float | None = None
+    cpu_limit: float | None = None  # its cgroup's CPU limit (target/cgroup.go), None: an older target
+    cpu_limit_source: str | None = None
     requests: dict[str, int] = field(default_factory=dict)  # by route, all status codes
 
 
@@ -55,6 +57,8 @@ def parse_metrics(text: str) -> TargetSnapshot:
                 snap.store = labels.get("strategy")
             case "albums_config_cpus":
                 snap.cpus = value
+            case "albums_cpu_limit_cpus":
+                snap.cpu_limit, snap.cpu_limit_source = value, labels.get("source")
     return snap
 
 
@@ -80,6 +84,8 @@ def delta(before: TargetSnapshot, after: TargetSnapshot) -> TargetCounters:
     return TargetCounters(
         store=after.store,
         cpus=after.cpus,
+        cpu_limit=after.cpu_limit,
+        cpu_limit_source=after.cpu_limit_source,
         cpu_seconds=cpu,
         requests={r: n for r, n in requests.items() if n},
         album_requests=sum(requests.get(r, 0) for r in ALBUM_ROUTES),

@@ -27,15 +27,18 @@ from __future__ import annotations
 
 import math
 
+from . import lag
 from .durations import parse_duration
 from .manifest import RunManifest
 from .pacing import fill_pacing, pacing_words
 from .sections import Bottleneck, OpenCapacity, OpenModel, TargetCounters, VerdictInputs
 
 GENERATOR_CPU_LIMIT_PCT = 90.0
-"""A Locust worker is one Python process: one core at most. At >= 90 % of it (mean over the run,
-the busiest worker) its users queue for the CPU, latencies it reports are inflated and it cannot
-offer more load -- the same level at which Locust itself warns."""
+"""A Locust worker is one Python process: one core at most, and no more than its container's CPU
+limit (worker_cpu.per_worker[].cpu_limit, from its cgroup: a 0.15-CPU worker is saturated at 15 % of
+a core). At >= 90 % of that (mean over the run, the busiest worker) its users queue for the CPU, its
+latencies are inflated and it cannot offer more load (Locust warns at the same level). Runs recorded
+without the limit are judged against a core."""
 
 TARGET_CPU_BUSY = 0.85
 """Target CPU seconds / (duration x its CPUs) at or above which the server is at its limit. Below
@@ -81,9 +84,17 @@ VERDICTS = (TARGET_FAILED, GENERATOR_BOUND, TARGET_BOUND, LOAD_BOUND, NONE)
 def target_cpu_util(target: TargetCounters | None, duration_s: float | None) -> float | None:
     """The target's CPU seconds / (duration x its CPUs): the share of its CPUs it used during the
     run (the verdict's and the analysis' one formula). None without the figures."""
-    if not target or not duration_s or target.cpu_seconds is None or not target.cpus:
+    cpus = target_cpus(target)
+    if not target or not duration_s or target.cpu_seconds is None or not cpus:
         return None
-    return target.cpu_seconds / (duration_s * target.cpus)
+    return target.cpu_seconds / (duration_s * cpus)
+
+
+def target_cpus(target: TargetCounters | None) -> float | None:
+    """The CPUs the target may use: its Go scheduler's (GOMAXPROCS) and its cgroup's limit
+    (`cpu_limit`, a container's quota: 0.25 under TARGET_CPUS=0.25), whichever is smaller."""
+    found = [c for c in (target.cpus, target.cpu_limit) if c] if target else []
+    return min(found) if found else None
 
 
 def inputs_from_manifest(
@@ -102,6 +113,8 @@ def inputs_from_manifest(
         rps = run_rps
     util = target_cpu_util(run.target, duration)
     host = run.host_cpu
+    top = run.worker_cpu.busiest_of_limit if run.worker_cpu else None
+    gen_lag = run.generator_lag
     inputs = VerdictInputs(
         rps=None if rps is None else round(rps, 2),
         run_rps=None if run_rps is None else round(run_rps, 2),
@@ -109,10 +122,14 @@ def inputs_from_manifest(
         requests=requests,
         failures=failures,
         worker_cpu_max_mean_percent=run.worker_cpu.busiest_mean_percent if run.worker_cpu else None,
+        worker_cpu_max_percent_of_limit=top.mean_percent_of_limit if top else None,
+        worker_cpu_limit=top.cpu_limit.cpus if top and top.cpu_limit else None,
+        generator_lag_p99_ms=gen_lag.worst_p99_ms if gen_lag else None,
+        generator_lag_median_ms=gen_lag.median_response_ms if gen_lag else None,
         host_cpu_mean_percent=host.mean_percent if host else None,
         host_cpus=None if host is None or host.cpus is None else float(host.cpus),
         target_cpu_util=None if util is None else round(util, 3),
-        target_cpus=run.target.cpus if run.target else None,
+        target_cpus=target_cpus(run.target),
         users=run.users,
         wait_time=run.wait_time,
     )
@@ -148,7 +165,7 @@ def judge(inputs: VerdictInputs) -> Bottleneck:
     def out(verdict: str, reason: str) -> Bottleneck:
         return Bottleneck(verdict=verdict, reason=reason, inputs=inputs)
 
-    found = _failed(inputs) or _cpu_limit(inputs)
+    found = _failed(inputs) or _lag(inputs) or _cpu_limit(inputs)
     if found:
         return out(*found)
     rps, cap, think, avg = (
@@ -188,12 +205,25 @@ def _failed(inputs: VerdictInputs) -> tuple[str, str] | None:
     )
 
 
+def _lag(inputs: VerdictInputs) -> tuple[str, str] | None:
+    """A generator whose event loop woke late inflated the latencies it measured (core/lag.py)."""
+    p99, median = inputs.generator_lag_p99_ms, inputs.generator_lag_median_ms
+    return (
+        (GENERATOR_BOUND, lag.reason(p99, median)) if p99 is not None and lag.inflated(p99, median) else None
+    )
+
+
 def _cpu_limit(inputs: VerdictInputs) -> tuple[str, str] | None:
     gen, util, host = inputs.worker_cpu_max_mean_percent, inputs.target_cpu_util, inputs.host_cpu_mean_percent
-    if gen is not None and gen >= GENERATOR_CPU_LIMIT_PCT:
+    of_limit, limit = inputs.worker_cpu_max_percent_of_limit, inputs.worker_cpu_limit
+    share = gen if of_limit is None else of_limit  # runs recorded without the limit: against a core
+    if share is not None and share >= GENERATOR_CPU_LIMIT_PCT:
+        cpu = "its CPU core" if of_limit is None else (
+            f"the CPU it may use (its container's limit: {_cpus(limit)} CPU; one core at most)"
+        )  # fmt: skip
         return (
             GENERATOR_BOUND,
-            f"the busiest load generator used {gen:.0f} % of its CPU core (limit "
+            f"the busiest load generator used {share:.0f} % of {cpu} (limit "
             f"{GENERATOR_CPU_LIMIT_PCT:.0f} %): Locust itself could not offer more load",
         )
     if util is not None and util >= TARGET_CPU_BUSY:
@@ -222,8 +252,13 @@ def _no_limit(inputs: VerdictInputs, above_cap: bool) -> str:
         inputs.failures,
     )
     parts = []
-    if gen is not None:
+    of_limit = inputs.worker_cpu_max_percent_of_limit
+    if of_limit is not None:
+        parts.append(f"generators at most {of_limit:.0f} % of their CPU limit")
+    elif gen is not None:
         parts.append(f"generators at most {gen:.0f} % CPU")
+    if inputs.generator_lag_p99_ms is not None:
+        parts.append(f"their event loops p99 {inputs.generator_lag_p99_ms:.0f} ms late")
     if host is not None:
         parts.append(f"machine {host:.0f} % busy")
     if util is not None:
@@ -291,6 +326,11 @@ def judge_open(run: RunManifest) -> OpenCapacity:
 
 def _open_limit(inputs: VerdictInputs) -> tuple[str, str]:
     gen, host, util = inputs.worker_cpu_max_mean_percent, inputs.host_cpu_mean_percent, inputs.target_cpu_util
+    of_limit = inputs.worker_cpu_max_percent_of_limit
+    if _lag(inputs):
+        return BY_GENERATOR, lag.INFLATED
+    if of_limit is not None and of_limit >= GENERATOR_CPU_LIMIT_PCT:
+        return BY_GENERATOR, f"the busiest load generator at {of_limit:.0f} % of the CPU it may use"
     if gen is not None and gen >= GENERATOR_CPU_LIMIT_PCT:
         return BY_GENERATOR, f"the busiest load generator at {gen:.0f} % of its core"
     if host is not None and host >= HOST_CPU_BUSY_PCT:
@@ -334,9 +374,12 @@ def legend() -> str:
     """What each verdict means, in the words and with the limits judge() uses (the report shows it)."""
     return (
         f"target-failed: ≥ {TARGET_FAILED_SHARE:.0%} of the requests failed (the target stopped "
-        f"answering); generator-bound: a load generator at ≥ {GENERATOR_CPU_LIMIT_PCT:.0f} % of its core, "
-        f"or the machine at ≥ {HOST_CPU_BUSY_PCT:.0f} % (generators starved for cores); target-bound: the "
-        f"target at ≥ {TARGET_CPU_BUSY:.0%} of its CPUs, or users waiting ≥ {LATENCY_DOMINATES:g}× "
+        f"answering); generator-bound: a load generator at ≥ {GENERATOR_CPU_LIMIT_PCT:.0f} % of the CPU it "
+        f"may use (its container's limit, one core at most), its event loop p99 late by more than "
+        f"max({lag.LAG_FLOOR_MS:g} ms, {lag.LAG_SHARE_OF_P50:.0%} of the median response time) "
+        f"({lag.INFLATED}), or the machine at ≥ {HOST_CPU_BUSY_PCT:.0f} % (generators starved for cores); "
+        f"target-bound: the target at ≥ {TARGET_CPU_BUSY:.0%} of its CPUs (its container's limit), or users "
+        f"waiting ≥ {LATENCY_DOMINATES:g}× "
         f"longer on responses than they think; load-bound: the run reached ≥ {LOAD_BOUND_SHARE:.0%} of "
         "the rate the users' measured waits allow (users ÷ mean wait, per class), so more workers cannot "
         "help; none: no limit reached."

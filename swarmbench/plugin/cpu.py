@@ -5,6 +5,11 @@ each process also reports the CPU seconds it used since the test started: worker
 their regular stats report (`report_to_master`, every 3 s and once more when they quit), a
 standalone (local) runner samples itself. From cumulative seconds we get an exact mean over the run
 and the busiest report interval.
+
+Each process also reads its own CPU limit (core/cgroup.py: a container's quota or cpuset) and
+sends it with the seconds, so its use is judged against what it may use: a worker limited to 0.15
+CPU is saturated at 15 % of a core. A worker is one Python process, so it can use one core at most
+whatever its limit (USABLE_MAX_CPUS).
 """
 
 from __future__ import annotations
@@ -14,10 +19,20 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from swarmbench.core.sections import GeneratorCpu, WorkerCpu
+from swarmbench.core import cgroup
+from swarmbench.core.sections import CpuLimit, GeneratorCpu, WorkerCpu
 
 REPORT_KEY = "swarmbench_cpu"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""
+
+USABLE_MAX_CPUS = 1.0
+"""One Python process (one gevent loop, one GIL) uses one core at most, whatever its limit."""
+
+
+def own_limit() -> CpuLimit:
+    """This process's CPU limit (core/cgroup.py); a worker sends its JSON with its report."""
+    found = cgroup.cpu_limit()
+    return CpuLimit(cpus=round(found.cpus, 4), source=found.source)
 
 
 def process_cpu_seconds() -> float:
@@ -31,6 +46,7 @@ class CpuSeries:
 
     samples: list[tuple[float, float]] = field(default_factory=list)
     locust_reported: list[float] = field(default_factory=list)
+    limit: CpuLimit | None = None  # the process's own CPU limit (own_limit())
 
     def add(self, wall_s: float, cpu_s: float) -> None:
         if not self.samples or wall_s > self.samples[-1][0]:
@@ -56,15 +72,25 @@ class CpuSeries:
             return mean
         return round(max(best, mean or 0.0), 1)
 
+    def of_limit(self, percent: float | None) -> float | None:
+        """PERCENT (of one core) as a share of what this process may use, in %."""
+        if percent is None or not self.limit or not self.limit.cpus:
+            return None
+        return round(percent / min(USABLE_MAX_CPUS, self.limit.cpus), 1)
+
     def summary(self, worker_id: str) -> WorkerCpu:
         reported = self.locust_reported
+        mean, peak = self.mean_percent(), self.max_percent()
         return WorkerCpu(
             id=worker_id,
-            mean_percent=self.mean_percent(),
-            max_percent=self.max_percent(),
+            mean_percent=mean,
+            max_percent=peak,
             samples=len(self.samples),
             locust_reported_mean_percent=round(sum(reported) / len(reported), 1) if reported else None,
             locust_reported_max_percent=round(max(reported), 1) if reported else None,
+            cpu_limit=self.limit,
+            mean_percent_of_limit=self.of_limit(mean),
+            max_percent_of_limit=self.of_limit(peak),
         )
 
 
@@ -88,8 +114,11 @@ def summarize(series: dict[str, CpuSeries]) -> GeneratorCpu:
     per_worker = [s.summary(wid) for wid, s in sorted(series.items())]
     means = [w.mean_percent for w in per_worker if w.mean_percent is not None]
     maxes = [w.max_percent for w in per_worker if w.max_percent is not None]
+    of_limit = [w.mean_percent_of_limit for w in per_worker if w.mean_percent_of_limit is not None]
     return GeneratorCpu(
         mean_percent=round(sum(means) / len(means), 1) if means else None,
         max_percent=max(maxes) if maxes else None,
+        # the busiest worker's mean use as a share of its own limit (the verdict's figure)
+        max_mean_percent_of_limit=max(of_limit) if of_limit else None,
         per_worker=per_worker,
     )

@@ -20,17 +20,16 @@ import gevent
 import locust
 from locust.env import Environment
 from locust.html import get_html_report
-from locust.rpc import Message
 from locust.runners import LocalRunner, MasterRunner, Runner
 
 from swarmbench.core import exits, folder, target, verdict
 from swarmbench.core.filehash import locustfile_sha256
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import Totals
+from swarmbench.core.sections import CpuLimit, Totals
 from swarmbench.core.status import COMPLETE, DISTRIBUTED, HEADLESS, LOCAL, PROCESSES, RUN_END, UI
 
-from . import cpu, results
+from . import cpu, ending, looplag, results
 from .errors import die
 from .health import Health
 
@@ -38,9 +37,6 @@ logger = logging.getLogger("swarmbench")
 
 HOST_CHECK_TIMEOUT_S = 5.0
 """How long the pre-flight request may take before the host counts as unreachable."""
-
-FINAL_STATS_GRACE_S = 15.0
-"""After --stop-timeout, how long the master waits for workers' final reports before quitting."""
 
 SAMPLE_INTERVAL_S = 1.0
 """How often the master samples Locust's per-worker cpu_usage and the worker count."""
@@ -70,6 +66,8 @@ class Run:
         self.cpu: dict[str, cpu.CpuSeries] = {}
         self.local_clock = cpu.CpuClock()
         self.workers_seen: set[str] = set()
+        self.workers_loaded: set[str] = set()  # the workers that ran users (run.json's workers_connected)
+        self.lag = looplag.LagBook()  # each generator's event-loop lag reports
         self.manifest = RunManifest(run_id=run_dir.name if run_dir else None)
         self.greenlets: list[gevent.Greenlet] = []
         self.finished = False
@@ -113,6 +111,19 @@ def generator_count(runner: Runner) -> int | None:
         opts = runner.environment.parsed_options
         return int(opts.processes if opts.processes and opts.processes > 0 else opts.expect_workers)
     return None
+
+
+def loaded_count(runner: Runner) -> int | None:
+    """The folder name's worker count: the workers that get users. Locust gives users to at most one
+    worker per user, so never more than the users (without a shape, whose count changes); a web-UI
+    master counts the workers connected at Start, not --expect-workers (a headless option)."""
+    n = generator_count(runner)
+    if not isinstance(runner, MasterRunner):
+        return n
+    opts, shaped = runner.environment.parsed_options, runner.environment.shape_class is not None
+    n = n if opts.headless else runner.worker_count
+    users = opts.num_users if opts.headless else runner.target_user_count
+    return min(n, users) if users and not shaped else n
 
 
 def open_run(environment: Environment, runner: Runner) -> Run:
@@ -159,7 +170,7 @@ def new_run_dir(environment: Environment, runner: Runner, explicit: bool) -> Pat
     classes = [c.__name__ for c in environment.user_classes]
     explicit = bool(opts.run_id) and explicit
     run_id = (opts.run_id if explicit else "") or folder.make_run_id(
-        datetime.now(UTC), classes, generator_count(runner)
+        datetime.now(UTC), classes, loaded_count(runner)
     )
     if explicit and ("/" in run_id or run_id in (".", "..")):
         die(f"--run-id/LOCUST_RUN_ID {run_id!r} must be a folder name, not a path")
@@ -210,10 +221,13 @@ def sample(run: Run) -> None:
         if isinstance(runner, MasterRunner):
             for client in runner.clients.values():
                 run.workers_seen.add(client.id)
+                if client.user_count > 0:
+                    run.workers_loaded.add(client.id)
                 run.series(client.id).locust_reported.append(float(client.cpu_usage))
             run.health.workers(worker_states(runner))
         elif isinstance(runner, LocalRunner):
             series = run.series("local")
+            series.limit = series.limit or cpu.own_limit()
             series.add(*run.local_clock.read())
             series.locust_reported.append(float(runner.current_cpu_usage))
         total = run.env.stats.total
@@ -236,25 +250,26 @@ def end_distributed_run(run: Run) -> None:
 
 
 def collect_and_quit(run: Run) -> None:
-    """Stop the test, quit every worker, let the master quit when their final stats are in (the
-    end of a distributed run, at --run-time or on a signal)."""
+    """Stop the test, quit every worker, quit when their final stats are in (the end of a
+    distributed run, at --run-time or on a signal; ending.py)."""
     runner = run.runner
     assert isinstance(runner, MasterRunner)
     run.health.closing = True
     if run.ended_at is None:
         run.ended_at = datetime.now(UTC)
-    runner.stop(send_stop_to_client=False)
-    for client in list(runner.clients.values()):
-        runner.server.send_to_client(Message("quit", None, client.id))
-    gevent.sleep(float(run.env.stop_timeout or 0) + FINAL_STATS_GRACE_S)
-    logger.warning("Some workers did not send their final stats in time; quitting without them")
+    ending.collect(runner, run.env.stop_timeout)
     runner.quit()
 
 
 def worker_cpu_report(run: Run, client_id: str, report: dict) -> None:
     """A worker's CPU seconds, piggybacked on its stats report (see cpu.py)."""
     run.workers_seen.add(client_id)
-    run.series(client_id).add(report["wall_s"], report["cpu_s"])
+    if report.get("users"):
+        run.workers_loaded.add(client_id)
+    series = run.series(client_id)
+    series.add(report["wall_s"], report["cpu_s"])
+    limit = report.get("limit")  # the worker's wire format: CpuLimit's JSON (cpu.own_limit)
+    series.limit = CpuLimit.from_json(limit, f"worker {client_id}'s report") if limit else series.limit
 
 
 # --- the end: status, exit code, final CSVs, report.html and run.json ----------------------------
@@ -343,15 +358,19 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.stop_timeout = env.stop_timeout
     m.mode = (PROCESSES if opts.processes else DISTRIBUTED) if is_master else LOCAL
     m.workers_expected = (run.health.expected or 0) if is_master else 0
-    m.workers_connected = len(run.workers_seen) if is_master else 0
+    m.workers_connected = len(run.workers_loaded or run.workers_seen) if is_master else 0
     m.locust_version = locust.__version__
     m.worker_cpu = cpu.summarize(run.cpu)
     m.target = target.delta(run.target_before, after) if run.target_before and after else None
+    if m.target:  # its CPU seconds as a share of what it may use (verdict.target_cpus)
+        share = verdict.target_cpu_util(m.target, m.duration_s)
+        m.target.cpu_share_of_limit = None if share is None else round(share, 3)
     m.git_commit = opts.git_commit or git_commit()
     m.exit_code = exit_code
     m.started_from = run.started_from
     m.events, m.workers_timeline = run.health.events, run.health.timeline
     m.totals = Totals(requests=total.num_requests, failures=total.num_failures)
+    m.generator_lag = run.lag.section(total.get_response_time_percentile(0.5) if total.num_requests else None)
     # What limited this run, from the numbers above (see core/verdict.py for the thresholds).
     m.bottleneck = verdict.judge_manifest(
         m, rps=total.total_rps if total.num_requests else None, avg_ms=total.avg_response_time or None

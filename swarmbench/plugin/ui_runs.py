@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import gevent
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
@@ -23,11 +22,6 @@ from . import checks, experiment, lifecycle
 from .lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
-
-FINAL_REPORT_GRACE_S = 1.0
-"""After a UI test stopped, how long to let the last in-flight worker reports land before the
-folder is written (each worker sends its final report before it says it stopped; this covers a
-report still in the master's queue)."""
 
 
 def applies(environment: Environment) -> bool:
@@ -45,12 +39,11 @@ def open_run(environment: Environment) -> Run:
 
 
 def close_run(run: Run, plugin: Any, reason: str | None = None) -> None:
-    """The UI test ended: thresholds, then the folder (CSVs, report.html, run.json)."""
+    """The UI test ended: thresholds, then the folder (CSVs, report.html, run.json). At the test's
+    end the workers' final reports are in (ending.Closer waits for their goodbyes first)."""
     run.health.closing = True
     if reason:  # the test goes on: reports still in flight belong to the next folder
         run.health.record(STATS_RESET, reason)
-    else:
-        gevent.sleep(FINAL_REPORT_GRACE_S)
     env = run.env
     if plugin.checks:
         # Recorded in this run's folder; the process's own exit code is not this run's business.

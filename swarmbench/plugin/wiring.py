@@ -12,26 +12,30 @@ Locust calls the listeners of one event in registration order, and the order mat
                               3. open the run (headless master or standalone only): pre-flight the
                                  host, create results/<run-id>/
                               4. record the experiment sections of run.json
-                              5. (master) listen for workers' "stopped by a signal" messages
+                              5. (master) listen for workers' "stopped by a signal" messages;
+                                 once every connected worker sent one, end the run (ending.py)
                               6. pacing (pacing.py) wraps each user class's wait_time -- after the
                                  open model installed its users
     test_start                open model: a new test offers again; web UI: open a new run folder
                               (ui_runs.py); start the run's clock, CSVs and samplers; host CPU
-                              sampling; workers restart their CPU clock; every process: our
-                              SIGINT/SIGTERM handlers (signals.py); exact latency (latency.py)
-                              counts windows from the run's start, which the master sends the
-                              workers; pacing counts from zero
+                              sampling; load generators restart their CPU clock and event-loop
+                              lag probe (looplag.py); every process: our SIGINT/SIGTERM handlers
+                              (signals.py); exact latency (latency.py) counts windows from the
+                              run's start, which the master sends the workers; pacing counts from
+                              zero
     worker_connect            (master) a late worker gets the start's time too
     spawning_complete         open model: the pool is there, the schedule starts; event "users
                               spawned" (health.py)
     report_to_master          (worker) piggyback the open model's counts, this process's CPU
-                              seconds, the latency windows and the pacing sums on the stats report
+                              seconds, CPU limit and loop lag, the latency windows and the pacing
+                              sums on the stats report
     worker_report             (master) collect them, in the same order
     reset_stats               web UI: close the run folder, open the next one
     test_stopping             open model: stop offering iterations (users being stopped are no
                               drops); the run's end began (workers leaving now is no longer a fault)
-    test_stop                 (worker) flush the stats since the last report; web UI: write the
-                              run's folder
+    test_stop                 (worker) flush the stats since the last report, be ready again at
+                              once; web UI: write the run's folder once the workers' final reports
+                              are in, in a greenlet a signal waits for (ending.Closer)
     quitting                  open model: the summed counts and run.json's open_model;
                               thresholds on the final stats and exact latency, then the run's
                               status and the exit code (health.py, core/exits.py)
@@ -42,6 +46,8 @@ Locust calls the listeners of one event in registration order, and the order mat
 
 from __future__ import annotations
 
+import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,15 +56,32 @@ from locust import events as locust_events
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
-from swarmbench.core import exits
+from swarmbench.core import exits, lag
 from swarmbench.core.checks import Check
+from swarmbench.core.sections import CpuLimit
 from swarmbench.core.status import HEADLESS, RUN_END, UI, USERS_SPAWNED
 from swarmbench.core.wait import parse_wait_time
 
-from . import arrival, checks, cpu, experiment, headers, lifecycle, options, pacing, redact, signals, ui_runs
+from . import (
+    arrival,
+    checks,
+    cpu,
+    ending,
+    experiment,
+    headers,
+    lifecycle,
+    looplag,
+    options,
+    pacing,
+    redact,
+    signals,
+    ui_runs,
+)
 from .errors import die
 from .latency import Latency
 from .lifecycle import Run
+
+logger = logging.getLogger("swarmbench")
 
 
 class Swarmbench:
@@ -70,11 +93,17 @@ class Swarmbench:
         self.outcomes: list[checks.Outcome] = []
         self.headers: dict[str, str] = {}
         self.worker_clock: cpu.CpuClock | None = None
+        self.cpu_limit: CpuLimit | None = None  # this process's own CPU limit (cpu.own_limit), read once
+        self.lag_probe = looplag.Probe()  # a load generator's event-loop lag (looplag.py)
         self.pacing = pacing.Pacing()  # the waits users took (plugin/pacing.py)
         self.env: Environment | None = None
         self.signals = signals.Signals(self.on_signal)
         self.open_model = arrival.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
+        self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
+        self.leaving: set[str] = set()  # workers that said a signal is stopping them
+        self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
+        self.collecting = False  # the master is collecting its workers' goodbyes (collect_ui)
 
     def register(self, events: Any = locust_events) -> None:
         """Every listener of the plugin, event by event, in the order Locust calls them (the module
@@ -149,11 +178,18 @@ class Swarmbench:
         if isinstance(environment.runner, WorkerRunner):
             # Workers measure CPU from their test start (the clock starts when the test does).
             self.worker_clock = cpu.CpuClock()
+            self.lag_probe.start()
             return
+        if self.ending is not None and self.ending.ready():
+            self.ending = None  # workers stopped earlier (`docker compose stop worker`) and came back
         if self.run is None and ui_runs.applies(environment):
             self.run = ui_runs.open_run(environment)
         if self.run is not None and lifecycle.start(self.run):
             experiment.start_host_cpu(self.run)
+            if not isinstance(environment.runner, MasterRunner):  # a standalone runner generates load
+                self.lag_probe.start()
+                tracker = gevent.spawn(looplag.track_local, self.lag_probe, self.run.lag, time.monotonic())
+                self.run.greenlets.append(tracker)
 
     def on_spawning_complete(self, user_count: int, **_kw: Any) -> None:
         if self.run is not None and self.run.started_at is not None:
@@ -163,13 +199,19 @@ class Swarmbench:
         if self.worker_clock is None:
             self.worker_clock = cpu.CpuClock()
         wall, used = self.worker_clock.read()
-        users = sum((data.get("user_classes_count") or {}).values())
-        data[cpu.REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users}
+        self.cpu_limit = self.cpu_limit or cpu.own_limit()
+        runner = self.env.runner if self.env else None
+        users = runner.user_count if runner is not None else 0  # Locust adds its own count after us
+        limit = self.cpu_limit.to_json() if self.cpu_limit else None
+        data[cpu.REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": limit}
+        data[looplag.REPORT_KEY] = self.lag_probe.report()
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
         report = data.get(cpu.REPORT_KEY)
         if self.run is not None and self.run.started_at is not None and report:
             lifecycle.worker_cpu_report(self.run, client_id, report)
+        if self.run is not None and self.run.started_at is not None and data.get(looplag.REPORT_KEY):
+            self.run.lag.record(client_id, data[looplag.REPORT_KEY], self.run.health.elapsed())
 
     def on_reset_stats(self, **_kw: Any) -> None:
         run = self.run
@@ -196,11 +238,23 @@ class Swarmbench:
         runner = environment.runner
         if isinstance(runner, WorkerRunner):
             runner._send_stats()  # Locust's own reporting call; there is no public one
+            # Told to STOP, a worker says "client_stopped" (the master drops it), then sleeps
+            # --stop-timeout before "client_ready" -- although its users have stopped already (that
+            # wait happened in stop()). Meanwhile its reports, every 3 s, reach a master that no
+            # longer knows it ("Discarded report from unrecognized worker"). The timeout has done its
+            # job: zero it, so the worker is back at once (the next spawn job sets it again).
+            environment.stop_timeout = 0
+            self.lag_probe.stop()
             return
         run = self.run
         if run is not None and run.started_from == UI and run.started_at is not None:
             self.run = None  # the next Start opens a new folder
-            ui_runs.close_run(run, self)
+            self.closer.start(runner, environment.stop_timeout, lambda: ui_runs.close_run(run, self))
+            # Written before Stop's request returns (the next Start clears the stats) -- unless this
+            # is Locust's own message loop (the last worker quit): the folder waits for final
+            # reports that loop delivers, and a signal's runner.quit() kills it (ending.py).
+            if gevent.getcurrent() not in runner.greenlet and not self.collecting:
+                self.closer.join()
 
     # --- signals ---
 
@@ -219,19 +273,49 @@ class Swarmbench:
             return
         if run is not None and run.started_at is not None:
             run.health.signal(signum)
-        if ui_runs.applies(env):
-            runner.stop()  # writes the current web-UI run's folder (test_stop), if one runs
-            runner.quit()
-            if env.web_ui is not None:
-                env.web_ui.stop()
-        elif isinstance(runner, MasterRunner) and run is not None:
+        if self.ending is not None:
+            self.ending.join()  # the workers' signals came first: that end is under way
+        if isinstance(runner, MasterRunner) and run is not None and not ui_runs.applies(env):
             lifecycle.collect_and_quit(run)
+            return
+        if isinstance(runner, MasterRunner):
+            self.collect_ui(runner)
         else:
-            runner.quit()
+            runner.stop()  # a standalone runner: its web-UI run's folder, if one runs (test_stop)
+        self.closer.join()
+        runner.quit()
+        if env.web_ui is not None:
+            env.web_ui.stop()
 
     def on_worker_signal(self, worker: str, signum: int) -> None:
         if self.run is not None and self.run.started_at is not None:
             self.run.health.worker_signal(worker, signum)
+        self.leaving.add(worker)
+        runner = self.env.runner if self.env else None
+        if self.ending is None and ending.all_workers_leaving(runner, self.leaving):
+            # The stack is being stopped, workers first (compose): end the run now, so its record is
+            # written before the master's own signal. Not in Locust's message loop (it waits for
+            # messages that loop delivers).
+            self.ending = gevent.spawn(self.end_for_leaving_workers)
+
+    def end_for_leaving_workers(self) -> None:
+        env, run = self.env, self.run
+        assert env is not None and isinstance(env.runner, MasterRunner)
+        logger.info("Every worker is being stopped: ending the run and saving it")
+        if run is not None and run.started_from == "headless":
+            lifecycle.collect_and_quit(run)
+        elif run is not None and run.started_at is not None:
+            self.collect_ui(env.runner)  # the web UI stays up
+
+    def collect_ui(self, runner: MasterRunner) -> None:
+        """End a web-UI run on a signal: stop it, collect every worker's goodbye (ending.collect);
+        its folder is written by self.closer meanwhile -- not waited for inside test_stop, which
+        fires before the workers are asked to quit."""
+        self.collecting = True
+        try:
+            ending.collect(runner, runner.environment.stop_timeout)
+        finally:
+            self.collecting = False
 
     # --- the end ---
 
@@ -248,6 +332,7 @@ class Swarmbench:
         lifecycle.settle_exit_code(run, environment.parsed_options.allow_degraded)
 
     def on_quit(self, exit_code: int, **_kw: Any) -> None:
+        self.closer.join()  # a web-UI run being written
         run = self.run
         headless = run is not None and run.started_from == HEADLESS
         if run is not None and (headless or run.started_at is not None):
@@ -261,8 +346,16 @@ class Swarmbench:
     def write_run(self, run: Run, exit_code: int | None) -> None:
         """The run's folder, complete (a headless run at quit, a web-UI run at its stop)."""
         run.manifest.pacing = self.pacing.manifest()  # before finish(): the verdict reads it
+        if self.lag_probe.greenlet is not None and run.started_at is not None:  # a standalone runner
+            run.lag.record("local", self.lag_probe.report(), run.health.elapsed())
+            self.lag_probe.stop()
         self.latency.write(run)  # its files, and run.json's `latency` before run.json is written
         lifecycle.finish(run, exit_code)
+        gen_lag = run.manifest.generator_lag
+        if gen_lag and gen_lag.inflated and gen_lag.worst_p99_ms is not None:
+            line = lag.reason(gen_lag.worst_p99_ms, gen_lag.median_response_ms)
+            logger.warning("Run %s: %s", run.manifest.run_id, line)
+            print(f"swarmbench: {line}", flush=True)
         if run.run_dir and self.headers:
             redact.scrub_folder(run.run_dir, self.headers)  # nor a saved file
 
