@@ -32,6 +32,8 @@ from hdrh.histogram import HdrHistogram
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
 from swarmbench.core.errors import InputError, read_text
 
+from . import hdr_compact
+
 SIGNIFICANT_FIGURES = 3
 """Decimal digits kept: values within 0.1 % (1 µs at 1 ms, 1 ms at 1 s); more digits double memory."""
 
@@ -175,10 +177,14 @@ class LatencyBook:
 
 
 def decode(text: Any, where: str | Path, row: str) -> HdrHistogram:
-    """One encoded histogram; InputError naming WHERE and ROW when it is not one (truncated, bad
-    base64, a wrong cookie: hdrh raises a different exception for each)."""
+    """One encoded histogram, HdrHistogram's V2 or ours (hdr_compact: the windows file's); InputError
+    naming WHERE and ROW when it is not one (truncated, bad base64, a wrong cookie: hdrh raises a
+    different exception for each)."""
+    text = str(text)
     try:
-        return HdrHistogram.decode(str(text).encode("ascii"))
+        if hdr_compact.is_compact(text):
+            return hdr_compact.decode(text, new_histogram())
+        return HdrHistogram.decode(text.encode("ascii"))
     except Exception as e:  # noqa: BLE001 -- binascii, zlib, struct and hdrh's own errors
         raise InputError(where, f"{row}: not an encoded HDR histogram ({type(e).__name__})") from None
 

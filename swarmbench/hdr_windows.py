@@ -6,9 +6,11 @@ ships the windows as encoded deltas with its stats report, and the master files 
 window. Windows are counted from the test start (the master's: every generator uses its clock).
 
 The master keeps the pieces encoded (a few hundred bytes each; a live histogram is ~200 KB) and
-decodes them when it writes: locust_latency_windows.csv, one row per window and (type, name, kind)
-plus an Aggregated row per window and kind, each with its encoded histogram, so a later reader can
-merge any span of windows exactly (and bootstrap over them).
+decodes them when it writes: locust_latency_windows.csv, one row per window and (type, name, kind),
+each with its encoded histogram (hdr_compact: half the bytes of HdrHistogram's V2), so a later reader
+can merge any span of windows exactly (and bootstrap over them); plus an Aggregated row per window and
+kind with its percentiles but no histogram (blank): it is the sum of the window's other rows of that
+kind, so a reader merges those (files written before this kept one there, in V2: still read).
 
 Shared by the plugin and the analysis: no Locust or gevent here (swarmbench/hdr.py's rule).
 """
@@ -27,6 +29,7 @@ from hdrh.histogram import HdrHistogram
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.errors import InputError, read_text
 
+from . import hdr_compact
 from .hdr import FORMAT_VERSION, KINDS, Key, LatencyBook, decode, new_histogram, percentile_columns
 
 WINDOW_S = 1
@@ -43,7 +46,8 @@ WINDOW_COLUMNS = (
     + ("max_ms", "hdr")
 )
 """Columns of locust_latency_windows.csv (folder.LATENCY_WINDOWS_CSV): the window's start in seconds
-from the test start, then milliseconds, then the window's histogram (HdrHistogram base64)."""
+from the test start, then milliseconds, then the window's histogram (hdr_compact's encoding, or
+HdrHistogram's V2 base64 in older files; blank in Aggregated rows: the sum of the window's others)."""
 
 # Keys of one shipped window entry (a worker's stats report -> the master); not run.json keys.
 WINDOW, TYPE, NAME, KIND, HDR, FAILURES = "w", "type", "name", "kind", "hdr", "failures"
@@ -215,7 +219,7 @@ class Windows:
             by_kind.setdefault(kind, new_histogram()).add(hists[key])
             fails[kind] += failures
         for kind in sorted(by_kind, key=_kind_order):
-            yield window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails[kind])
+            yield window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails[kind], encoded=False)
 
     def write_csv(self, path: Path) -> None:
         with open(path, "w", newline="", encoding="utf-8") as f:
@@ -239,6 +243,9 @@ class Windows:
         where = f"row {row_number}"
         if None in row or any(row.get(c) is None for c in WINDOW_COLUMNS):
             raise InputError(path, f"{where}: expected {len(WINDOW_COLUMNS)} fields")
+        aggregated = row["name"] == AGGREGATED and not row["type"]
+        if aggregated and not row["hdr"]:
+            return  # derived (the window's other rows added up): nothing to check or file
         hist = decode(row["hdr"], path, where)
         try:
             window, count, failures = int(row["window_s"]), int(row["count"]), int(row["failures"])
@@ -246,18 +253,21 @@ class Windows:
             raise InputError(path, f"{where}: window_s, count and failures must be whole numbers") from None
         if hist.get_total_count() != count:
             raise InputError(path, f"{where}: count {count} but its histogram holds {hist.get_total_count()}")
-        if row["name"] == AGGREGATED and not row["type"]:
+        if aggregated:
             return
         entry = {WINDOW: window // WINDOW_S, TYPE: row["type"], NAME: row["name"], KIND: row["kind"]}
         self.merge([{**entry, HDR: row["hdr"], FAILURES: failures}], path)
 
 
-def window_row(window: int, key: Key, hist: HdrHistogram, failures: int) -> dict[str, Any]:
+def window_row(
+    window: int, key: Key, hist: HdrHistogram, failures: int, encoded: bool = True
+) -> dict[str, Any]:
+    """One CSV row; ENCODED False (an Aggregated row): its hdr blank, the sum of the others' is lossless."""
     request_type, name, kind = key
     row: dict[str, Any] = {"window_s": window * WINDOW_S, "type": request_type, "name": name, "kind": kind}
     row.update(count=hist.get_total_count(), failures=failures)
     row.update(percentile_columns(hist, WINDOW_PERCENTILES))
-    row["hdr"] = hist.encode().decode("ascii")
+    row["hdr"] = hdr_compact.encode(hist) if encoded else ""
     return row
 
 

@@ -59,7 +59,7 @@ def reference_file(pieces: list[list[dict]]) -> str:
             by_kind.setdefault(key[3], new_histogram()).add(hists[key])
         for kind in sorted(by_kind, key=KINDS.index):
             fails = sum(failures[k] for k in keys if k[3] == kind)
-            writer.writerow(window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails))
+            writer.writerow(window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails, encoded=False))
     return out.getvalue()
 
 

@@ -144,16 +144,20 @@ def span_percentiles(
     rows = windows[
         (windows[W.WINDOW] >= first) & (windows[W.WINDOW] < stop) & (windows[C.ENDPOINT] == endpoint)
     ]
-    return _percentiles(rows, path, percentiles)
+    return _percentiles(rows, path, percentiles, windows)
 
 
-def _percentiles(rows: pd.DataFrame, path: str | Path, percentiles: dict[str, float]) -> dict[str, float]:
+def _percentiles(
+    rows: pd.DataFrame, path: str | Path, percentiles: dict[str, float], windows: pd.DataFrame
+) -> dict[str, float]:
     rows = rows[rows[W.COUNT] > 0]
     if rows.empty:
         return dict.fromkeys(percentiles, float("nan"))
     if len(rows) == 1 and set(percentiles) <= set(W.PCT_COLUMNS):
         return {col: float(rows[col].iloc[0]) for col in percentiles}
-    values = W.merged(rows, path).get_percentile_to_value_dict(list(percentiles.values()))
+    values = W.merged(W.histogram_rows(windows, rows), path).get_percentile_to_value_dict(
+        list(percentiles.values())
+    )
     return {col: round(values[p] / 1000, 3) for col, p in percentiles.items()}
 
 
@@ -173,7 +177,11 @@ def series_percentiles(
     rows = []
     for (endpoint, i), group in tagged.groupby([C.ENDPOINT, "_bound"], observed=True, sort=True):
         rows.append(
-            {C.ENDPOINT: str(endpoint), C.TIME_S: bounds[int(i)][1], **_percentiles(group, path, pcts)}
+            {
+                C.ENDPOINT: str(endpoint),
+                C.TIME_S: bounds[int(i)][1],
+                **_percentiles(group, path, pcts, windows),
+            }
         )
     return pd.DataFrame(rows, columns=[C.ENDPOINT, C.TIME_S, *pcts])
 

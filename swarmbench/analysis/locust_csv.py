@@ -282,29 +282,32 @@ def _drop_cut_off_tail(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def _tidy_history(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    method = frame[C.TYPE] if C.TYPE in frame else pd.Series("", index=frame.index, dtype="category")
-    name = frame[C.NAME]
-    max_window = frame.get(C.P100)
-    out = pd.DataFrame(
-        {
-            C.TIMESTAMP_OUT: frame[C.TIMESTAMP].astype("int64"),
-            C.USERS: frame[C.USER_COUNT],
-            C.METHOD: method,
-            C.ENDPOINT_NAME: name,
-            C.ENDPOINT: _endpoint_categories(method, name),
-            C.RPS_OUT: frame[C.CURRENT_RPS],
-            C.FAIL_PER_S_OUT: frame.get(C.CURRENT_FAILURES_PER_S, np.float32(np.nan)),
-            C.TOTAL_REQUESTS: frame[C.TOTAL_REQUEST_COUNT],
-            C.TOTAL_FAILURES: frame.get(C.TOTAL_FAILURE_COUNT, np.nan),
-        }
-    )
-    empty_window = (max_window == 0) if max_window is not None else pd.Series(False, index=frame.index)
+    """FRAME (read_csv's, consumed: its columns are moved out one by one, so the raw and the tidy
+    frame never both exist whole: the peak memory of a 1,000,000-row history) -> the tidy frame."""
+    n = len(frame)
+    method = frame.pop(C.TYPE) if C.TYPE in frame else pd.Series("", index=frame.index, dtype="category")
+    name = frame.pop(C.NAME)
+    max_window = frame.pop(C.P100) if C.P100 in frame else None
+    empty_window = (max_window == 0).to_numpy() if max_window is not None else np.zeros(n, dtype=bool)
+    del max_window
+    full_history = bool((name.astype(str) != C.AGGREGATED).any())
+    out = pd.DataFrame(index=frame.index)
+    out[C.TIMESTAMP_OUT] = frame.pop(C.TIMESTAMP).astype("int64")
+    out[C.USERS] = frame.pop(C.USER_COUNT)
+    out[C.METHOD] = method
+    out[C.ENDPOINT_NAME] = name
+    out[C.ENDPOINT] = _endpoint_categories(method, name)
+    del method, name
+    out[C.RPS_OUT] = frame.pop(C.CURRENT_RPS)
+    fails = frame.pop(C.CURRENT_FAILURES_PER_S) if C.CURRENT_FAILURES_PER_S in frame else np.float32(np.nan)
+    out[C.FAIL_PER_S_OUT] = fails
+    out[C.TOTAL_REQUESTS] = frame.pop(C.TOTAL_REQUEST_COUNT)
+    out[C.TOTAL_FAILURES] = frame.pop(C.TOTAL_FAILURE_COUNT) if C.TOTAL_FAILURE_COUNT in frame else np.nan
     for theirs, ours in PERCENTILES.items():
-        col = frame[theirs] if theirs in frame else pd.Series(np.nan, index=frame.index, dtype="float32")
+        col = frame.pop(theirs) if theirs in frame else pd.Series(np.nan, index=frame.index, dtype="float32")
         out[ours] = col.mask(empty_window)
     start = out[C.TIMESTAMP_OUT].min() if len(out) else 0
     out[C.TIME_S] = (out[C.TIMESTAMP_OUT] - start).astype("float32")
-    full_history = bool((name.astype(str) != C.AGGREGATED).any())
     out.attrs["window"] = "10s" if full_history else "cumulative"
     out.attrs["source"] = str(path)
     return out

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from swarmbench import hdr_compact
 from swarmbench.core.errors import read_text
 from swarmbench.hdr import decode, new_histogram
 from swarmbench.hdr_windows import WINDOW_COLUMNS
@@ -58,7 +59,8 @@ def read_windows(path: Path) -> pd.DataFrame:
     except (ValueError, pd.errors.ParserError) as e:
         raise AnalysisError(path, _first_bad_row(path) or f"unreadable ({str(e).strip()})") from None
     frame[ROW] = np.arange(2, len(frame) + 2, dtype=np.int64)
-    bad = frame[WINDOW].isna() | frame[COUNT].isna() | frame[HDR].isna() | (frame[HDR] == "")
+    aggregated = (frame[NAME] == C.AGGREGATED) & (frame[TYPE] == "")
+    bad = frame[WINDOW].isna() | frame[COUNT].isna() | frame[HDR].isna() | ((frame[HDR] == "") & ~aggregated)
     bad |= frame[WINDOW] < 0
     bad |= frame[COUNT] < 0
     if bad.any():
@@ -85,10 +87,17 @@ COMPRESSED_COOKIE = 0x1C849314
 
 
 def _check_encodings(frame: pd.DataFrame, path: Path) -> None:
-    """Every row's histogram is a whole compressed HdrHistogram encoding: base64, the cookie, and as
-    many bytes as its header says. Cheap (no inflating: a few ms for 10,000s of rows), so a corrupt or
-    cut-off histogram is named at once, not only when a merge happens to decode it."""
+    """Every row's histogram is whole: hdr_compact's (the deflate stream ends where the text does) or,
+    in older files, a compressed HdrHistogram encoding (base64, the cookie, and as many bytes as its
+    header says); an Aggregated row's may be blank (derived). Cheap (a few ms for 10,000s of rows), so
+    a corrupt or cut-off histogram is named at once, not only when a merge happens to decode it."""
     for text, row in zip(frame[HDR], frame[ROW], strict=True):
+        if not text:
+            continue  # an Aggregated row's (read_windows named any other)
+        if hdr_compact.is_compact(text):
+            if not hdr_compact.is_whole(text):
+                raise AnalysisError(path, f"row {row}: hdr is not a whole encoded HDR histogram (cut off?)")
+            continue
         try:
             raw = binascii.a2b_base64(text, strict_mode=True)
             cookie, length = struct.unpack(">ii", raw[:8])
@@ -123,6 +132,17 @@ def _endpoints(types: pd.Series, names: pd.Series) -> pd.Categorical:
     distinct = list(dict.fromkeys(labels))
     remap = np.array([distinct.index(label) for label in labels], dtype=np.int32)
     return pd.Categorical.from_codes(remap[codes] if len(codes) else codes, categories=distinct)
+
+
+def histogram_rows(frame: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of FRAME (read_windows') whose histograms add up to ROWS': an Aggregated row's are its
+    window's other rows (its own hdr is blank: derived; files that still hold one hold that sum)."""
+    aggregated = rows[C.ENDPOINT] == C.AGGREGATED
+    if not aggregated.any():
+        return rows
+    windows = rows.loc[aggregated, WINDOW].unique()
+    names = frame[(frame[C.ENDPOINT] != C.AGGREGATED) & frame[WINDOW].isin(windows)]
+    return pd.concat([rows[~aggregated], names])
 
 
 def merged(rows: pd.DataFrame, path: str | Path) -> HdrHistogram:
