@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import re
+import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from swarmbench.analysis import columns as C
@@ -82,3 +84,19 @@ def printed_total(stdout: str) -> int:
     lines = [ln for ln in stdout.splitlines() if re.search(r"\sAggregated\s+\d+\s+\d+\(", ln)]
     assert lines, "Locust printed no Aggregated line"
     return int(lines[-1].split("Aggregated", 1)[1].split()[0])
+
+
+def reap(procs: Iterable[subprocess.Popen], signum: int | None = None, timeout: float = 60) -> None:
+    """End a test's processes: signal the live ones (SIGNUM, if given), wait for each, kill one that
+    does not end within TIMEOUT seconds (a test never leaves a Locust process behind)."""
+    procs = list(procs)
+    if signum is not None:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

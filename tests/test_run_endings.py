@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, wait_http
-from runs import only_run, target_album_requests
+from runs import only_run, reap, target_album_requests
 from test_run_integrity import assert_complete_folder, assert_exact, distributed, post, spawn, wait_for
 
 from swarmbench.runner.stopdrill import PATHS, Drill, run_drill, summary
@@ -56,15 +55,7 @@ def ui_test(albums_target, tmp_path: Path, workers: int, users: int) -> Iterator
         wait_for(tmp_path / "master.log", SPAWNED)
         yield base, procs
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        reap(procs, signal.SIGTERM)
 
 
 def test_after_stop_workers_are_back_at_once_and_no_report_is_discarded(albums_target, tmp_path):

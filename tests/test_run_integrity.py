@@ -10,7 +10,6 @@ stayed up (the CSV total == the target's own count).
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 from _integrity import FAST, SPAWNED, assert_exact, spawn, wait_for
 from conftest import Target, free_port
-from runs import assert_complete_folder, only_run, stats, target_album_requests, total
+from runs import assert_complete_folder, only_run, reap, stats, target_album_requests, total
 
 from swarmbench.core import exits
 from swarmbench.core.manifest import RunManifest
@@ -138,12 +137,7 @@ def distributed(target: Target, results: Path, tmp: Path, workers: int, *extra: 
     try:
         yield procs
     finally:
-        for p in procs.values():
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        reap(procs.values())
 
 
 def test_worker_killed_mid_run_is_degraded_exit_4(albums_target, tmp_path):
