@@ -18,9 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from _integrity import assert_exact, post, spawn, wait_for
 from conftest import free_port, wait_http
-from runs import only_run, reap, target_album_requests
-from test_run_integrity import assert_complete_folder, assert_exact, distributed, post, spawn, wait_for
+from runs import assert_complete_folder, only_run, reap, target_album_requests
+from test_run_integrity import distributed
 
 from swarmbench.runner.stopdrill import PATHS, Drill, run_drill, summary
 
