@@ -94,17 +94,17 @@ def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [
-        ({"A": "ALBUMS_STORE"}, "A: 'ALBUMS_STORE' is not NAME=value"),
-        ({"B": "ALBUMS_STORE=fast"}, "B: ALBUMS_STORE='fast' is not one of"),
-        ({"A": "LOCUST_USERS=3"}, "A: LOCUST_USERS is the load"),
-        ({"A": "ALBUMS_DELAY=1ms ALBUMS_DELAY=2ms"}, "A: ALBUMS_DELAY is set twice"),
-        ({"A": "X='open"}, "A=\"X='open\": No closing quotation"),
-        ({"B_HOST": "http://127.0.0.1:9"}, "B_HOST without A_HOST"),
-        ({"A_HOST": "ftp://example.com"}, "A_HOST='ftp://example.com' is not an http"),
-        ({"A_HOST": "http://127.0.0.1:9", "A": "ALBUMS_DELAY=1ms"}, "choose one"),
-        ({"REPEATS": "0"}, "REPEATS='0' must be at least 1"),
-        ({"RUN_TIME": "5q"}, "RUN_TIME='5q' is not a duration"),
-        ({"AB_ID": "../up"}, "AB_ID='../up' is not a folder name"),
+        (dict(A="ALBUMS_STORE"), "A: 'ALBUMS_STORE' is not NAME=value"),
+        (dict(B="ALBUMS_STORE=fast"), "B: ALBUMS_STORE='fast' is not one of"),
+        (dict(A="LOCUST_USERS=3"), "A: LOCUST_USERS is the load"),
+        (dict(A="ALBUMS_DELAY=1ms ALBUMS_DELAY=2ms"), "A: ALBUMS_DELAY is set twice"),
+        (dict(A="X='open"), 'A="X=\'open": No closing quotation'),
+        (dict(B_HOST="http://127.0.0.1:9"), "B_HOST without A_HOST"),
+        (dict(A_HOST="ftp://example.com"), "A_HOST='ftp://example.com' is not an http"),
+        (dict(A_HOST="http://127.0.0.1:9", A="ALBUMS_DELAY=1ms"), "choose one"),
+        (dict(REPEATS="0"), "REPEATS='0' must be at least 1"),
+        (dict(RUN_TIME="5q"), "RUN_TIME='5q' is not a duration"),
+        (dict(AB_ID="../up"), "AB_ID='../up' is not a folder name"),
     ],
 )
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):

@@ -23,7 +23,9 @@ LOAD = ["-t", "6s", "-u", "4", "-r", "4", "--wait-time", "constant 0.05", "Album
 def record(binary, folder, run_id: str, delay: str):
     target = Target(binary, ALBUMS_DELAY=delay)
     try:
-        res = run_locust("--headless", "-H", target.url, *LOAD, "--results-dir", str(folder), "--run-id", run_id)
+        res = run_locust(
+            "--headless", "-H", target.url, *LOAD, "--results-dir", str(folder), "--run-id", run_id
+        )
     finally:
         target.stop()
     assert res.returncode == 0, res.stderr[-2000:]

@@ -123,10 +123,9 @@ def test_a_line_equals_swarmbench_compare_of_the_same_runs(analysis_cli, tmp_pat
         assert mine["verdict"] == r["verdict"]
         assert mine["diff"] == pytest.approx(r["diff"], abs=1e-5)
         assert mine["ci"] == pytest.approx(r["ci"], abs=1e-5)
-        b0 = r["baseline"]
-        expected.append(
-            f"{metric} {pct(r['diff'] / b0)} % [{pct(r['ci'][0] / b0)}, {pct(r['ci'][1] / b0)}], {WORDS[r['verdict']]}"
-        )
+        b0, (low, high) = r["baseline"], r["ci"]
+        change = f"{pct(r['diff'] / b0)} % [{pct(low / b0)}, {pct(high / b0)}]"
+        expected.append(f"{metric} {change}, {WORDS[r['verdict']]}")
     assert f"{label}: {'; '.join(expected)} (rounded)" in lines(page)
 
 
