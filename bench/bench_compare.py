@@ -202,7 +202,7 @@ def timing(pool: Path, repeats: int = 3) -> None:
         print(
             f"two 10-minute runs ({len(names)} series, 600 windows each), median of {repeats}: "
             f"read + bootstrap {statistics.median(core):.2f} s, HTML page {statistics.median(page):.2f} s "
-            f"(in-process, matplotlib already imported after the first), whole CLI in a fresh process "
+            f"(in-process, SVG), whole CLI in a fresh process "
             f"{statistics.median(whole):.2f} s (goal <= 2 s)"
         )
     finally:
