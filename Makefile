@@ -23,7 +23,7 @@ ACTIONLINT := $(VENV)/bin/actionlint
 KUSTOMIZE_VERSION ?= v5.7.1
 KUSTOMIZE := $(VENV)/bin/kustomize
 
-.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee compare tools test lint fmt test-go test-py clean-venv
+.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee compare ab tools test lint fmt test-go test-py clean-venv
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ knee: $(VENV)/.installed ## step load (STEP_USERS or STEP_RATES="START STEP SECO
 # BASELINE and CANDIDATE reach the command through the environment (its defaults for the two paths).
 compare: $(VENV)/.installed ## did it get slower? BASELINE=run-or-repeats CANDIDATE=... -> results/compare-<time>/ (docs/compare.md)
 	$(SWARMBENCH_PYTHON) -m swarmbench compare
+
+# A, B, A_HOST, B_HOST, REPEATS, RUN_TIME, LOCAL reach the command through the environment too.
+ab: $(VENV)/.installed ## A vs B interleaved: A="ALBUMS_STORE=mutex" B="ALBUMS_STORE=sharded" (or A_HOST/B_HOST) REPEATS LOCAL=1; B omitted: the noise floor
+	$(SWARMBENCH_PYTHON) -m swarmbench ab
 
 tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin
 

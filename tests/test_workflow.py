@@ -84,3 +84,24 @@ def test_workflow_shape():
     assert secret_lines and all(
         re.fullmatch(r"\s+[A-Z_]+: \$\{\{ secrets\.\w+ \}\}", ln) for ln in secret_lines
     )
+
+
+def test_pull_requests_are_compared_with_mains_run():
+    """main's run is kept as an artifact; a pull request downloads the latest one and runs with
+    BASELINE (exit 3 on a regression); with none it says so and passes."""
+    text = WORKFLOW.read_text()
+    assert re.search(r"^  push:\n    branches: \[main\]\n  pull_request:\n", text, re.M)
+    assert re.search(r"^  actions: read", text, re.M)  # gh run download of another run's artifact
+    keep = text[text.index("- name: Keep main's run as the baseline") :]
+    assert "github.ref == 'refs/heads/main'" in keep.splitlines()[1]
+    assert "name: loadtest-baseline-main" in keep and "retention-days:" in keep
+    fetch = text[text.index("- name: Baseline from main") : text.index("- name: Load test")]
+    assert "if: github.event_name == 'pull_request'" in fetch and "GH_TOKEN: ${{ github.token }}" in fetch
+    assert "gh run download" in fetch and "--name loadtest-baseline-main" in fetch
+    assert "No baseline from main yet" in fetch and "exit 0" in fetch
+    assert 'echo "BASELINE=' in fetch and '>> "$GITHUB_ENV"' in fetch
+    # The comparison lands next to the run (runner/baseline.py) and is uploaded and summarised.
+    assert "path: results/${{ env.LOCUST_RUN_ID }}-vs-baseline/" in text
+    assert text.count("if: always() && env.BASELINE != ''") == 2
+    # Pull requests and pushes load the bundled target, never the staging host of the schedule.
+    assert "(github.event_name == 'schedule' && vars.LOADTEST_HOST) || ''" in text

@@ -10,12 +10,41 @@ Library use (pure functions; only analysis.cli writes files):
 Charts (analysis.plots) and the page (analysis.report) import matplotlib; import them when needed.
 """
 
-from .errors import AnalysisError, AnalysisWarning
-from .fit import AmdahlFit, FitError, USLFit, fit_amdahl, fit_usl
-from .load import Run, discover_runs, load_run, load_runs
-from .manifest import read_manifest
-from .scaling import GroupKey, ScalingGroup, ScalingPoint, analyze_scaling, group_runs, scaling_json
-from .summary import aggregated, failures_table, settings_table, summarize
+import importlib
+
+_HOME = {
+    "AnalysisError": "errors",
+    "AnalysisWarning": "errors",
+    "AmdahlFit": "fit",
+    "FitError": "fit",
+    "USLFit": "fit",
+    "fit_amdahl": "fit",
+    "fit_usl": "fit",
+    "Run": "load",
+    "discover_runs": "load",
+    "load_run": "load",
+    "load_runs": "load",
+    "read_manifest": "manifest",
+    "GroupKey": "scaling",
+    "ScalingGroup": "scaling",
+    "ScalingPoint": "scaling",
+    "analyze_scaling": "scaling",
+    "group_runs": "scaling",
+    "scaling_json": "scaling",
+    "aggregated": "summary",
+    "failures_table": "summary",
+    "settings_table": "summary",
+    "summarize": "summary",
+}
+"""Each public name's module, imported on first use (PEP 562): `swarmbench.analysis.columns` alone
+(what `swarmbench compare` reads) must not cost pandas' import."""
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+
 
 __all__ = [
     "AmdahlFit",

@@ -162,11 +162,15 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     from swarmbench.core.sweepstate import find_sweeps
 
     from .charts import render_charts
+    from .comparisons import comparisons_json, sweep_comparisons
     from .errors import warn
     from .report import build_report
+    from .summary_box import summary_html
     from .timeseries import timeseries_table
 
     charts = render_charts(runs, summary, groups, knee_p99_ms=args.knee_p99_ms)
+    sweeps = find_sweeps(args.paths, warn)
+    found = sweep_comparisons(groups)
     page = build_report(
         runs,
         summary,
@@ -175,12 +179,14 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
         warnings=list(seen),
         inputs=[str(p) for p in args.paths],
         title=args.title,
-        sweeps=find_sweeps(args.paths, warn),
+        sweeps=sweeps,
+        answers=summary_html(found, groups, runs, sweeps, args.include_partial),
     )
     files: dict[str, bytes] = {
         "summary.csv": summary.to_csv(index=False).encode("utf-8"),
         "scaling.json": (json.dumps(scaling_json(groups, notes), indent=2, allow_nan=False) + "\n").encode(),
         "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
+        "comparisons.json": (json.dumps(comparisons_json(found), indent=2) + "\n").encode(),
         **{c.filename: c.png for c in charts},
         "report.html": page.encode("utf-8"),  # last: its presence means the rest is there
     }

@@ -25,6 +25,7 @@ from .charts import Chart
 from .load import Run
 from .scaling import ScalingGroup
 from .summary import failures_table, settings_table
+from .summary_box import CSS as SUMMARY_CSS
 
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:
@@ -64,7 +65,8 @@ def _sweep_html(sweep: Sweep) -> str:
 
 # --- HTML ------------------------------------------------------------------------------------------
 
-_CSS = """
+_CSS = (
+    """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 h1{margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
@@ -75,6 +77,8 @@ th{background:#f3f3f3;text-align:left} td.n{text-align:right;font-variant-numeri
 .muted{color:#666;font-size:13px} img{max-width:100%;border:1px solid #eee} figure{margin:1.2em 0}
 .scroll{overflow-x:auto}
 """
+    + SUMMARY_CSS
+)
 
 
 def _fmt(value: object) -> str:
@@ -237,8 +241,10 @@ def build_report(
     inputs: Sequence[str] = (),
     title: str = "Swarmbench report",
     sweeps: Sequence[Sweep] = (),
+    answers: str = "",
 ) -> str:
-    """The whole page as a string (the CLI writes it; nothing here touches the disk)."""
+    """The whole page as a string (the CLI writes it; nothing here touches the disk). ANSWERS, the
+    answers' box (summary_box.py), opens it: before the warnings and every detail."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "<!DOCTYPE html>",
@@ -246,6 +252,7 @@ def build_report(
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="muted">{len(runs)} run(s) from {escape(", ".join(inputs) or "?")}; generated {now}.</p>',
+        answers,
     ]
     if warnings:
         items = "".join(f"<li>{escape(w)}</li>" for w in warnings)

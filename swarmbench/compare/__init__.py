@@ -3,6 +3,7 @@ repeats, compared metric by metric with a bootstrap confidence interval and a ve
 improved, no change, inconclusive). Analysis side: numpy, the run folders' exact histograms.
 
 stats.py (the bootstrap, pure) <- verdict.py (band and verdict) ; load.py (run folders) ->
-grid.py (the shared bucket grids) ; fairness.py (the settings that differ) ; report.py, html.py
-(outputs) <- cli.py (the only code that writes files).
+grid.py (the shared bucket grids) ; fairness.py (the settings that differ) ; report.py, html.py,
+svg.py (outputs) <- cli.py (the only code that writes files) ; floor.py (an A/A run's noise floor,
+`make ab` with B = A).
 """

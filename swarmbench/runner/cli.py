@@ -1,4 +1,4 @@
-"""`python -m swarmbench up|headless|sweep|knee|compare`: every command make runs, validated first.
+"""`python -m swarmbench up|headless|sweep|knee|ab|compare`: every command make runs, validated first.
 
 Settings come from the environment, under Locust's own names (LOCUST_USERS, LOCUST_RUN_TIME, ...)
 plus WORKERS; see docs/headless.md "Settings". A bad value stops here with one line, before any image is
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from swarmbench.core.errors import UsageError, die
 from swarmbench.core.experiment import MIXES, STORES, SWEEP_MODES
 
-from . import compare, compose, knee, plan, settings, swarm, swarmlab, sweep
+from . import ab, baseline, compare, compose, knee, plan, settings, swarm, swarmlab, sweep
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run as a Docker Swarm stack across the swarm's nodes (what `make swarm` runs)",
     )
+    headless.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="then compare the run with this saved run or folder of repeats; exit 3 on a regression "
+        "(BASELINE; docs/compare.md)",
+    )
+    sub.add_parser("ab", help="A and B interleaved against the same target, then compared (make ab)")
     lab = sub.add_parser("swarm-lab", help="a two-node swarm on this machine (root): up or down")
     lab.add_argument("action", choices=("up", "down"), help="create (idempotent) or remove the lab")
     add_sweep_parser(sub)
@@ -59,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
             return swarmlab.up(dict(os.environ)) if args.action == "up" else swarmlab.down()
         if args.command == "headless":
             chosen = settings.headless_from_env(os.environ, staging=args.staging)
-            return (swarm.run_swarm if args.swarm else compose.run_headless)(chosen)
+            base = baseline.baseline_path(args.baseline, os.environ)
+            return baseline.run_with_baseline(
+                swarm.run_swarm if args.swarm else compose.run_headless, chosen, base
+            )
+        if args.command == "ab":
+            return ab.run_ab(os.environ)
         if args.command == "sweep":
             env = plan.store_comparison_env(os.environ) if args.store_comparison else dict(os.environ)
             chosen = plan.sweep_settings(vars(args), env)

@@ -7,12 +7,26 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
-from swarmbench.core.errors import die
+from swarmbench.core.errors import UsageError, die
 
 VENV_PYTHON = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python"
 """The checkout's venv (what `make .venv/.installed` creates)."""
+
+
+def python() -> str:
+    """The interpreter that can run the comparison in a subprocess (make ab, --baseline): this one
+    when it has numpy, else the checkout's venv; UsageError when neither."""
+    if importlib.util.find_spec("numpy") is not None:
+        return sys.executable
+    if not VENV_PYTHON.is_file():
+        raise UsageError(
+            "the comparison needs the analysis packages: run `make .venv/.installed` "
+            f"({VENV_PYTHON} is missing)"
+        )
+    return str(VENV_PYTHON)
 
 
 def run(argv: list[str]) -> int:
@@ -26,4 +40,4 @@ def run(argv: list[str]) -> int:
     return 2  # not reached: execv replaces this process
 
 
-__all__ = ["run"]
+__all__ = ["python", "run"]

@@ -164,8 +164,10 @@ class LocalRunner(PointRunner):
 
     binary: Path | None = None
     port: int = 0
+    external_host: bool = False  # True: each point's LOCUST_HOST is tested, no target is started (ab)
     _tmp: str | None = None
     _target: subprocess.Popen | None = None
+    _master: subprocess.Popen | None = None
 
     def setup(self) -> None:
         import importlib.util
@@ -174,6 +176,8 @@ class LocalRunner(PointRunner):
             raise UsageError(
                 "--local runs Locust on this machine: activate the venv (source .venv/bin/activate)"
             )
+        if self.external_host:
+            return  # nothing to build: each point's LOCUST_HOST is the target
         # One target port for the whole sweep: the host is part of every run's settings, and
         # analysis groups runs by settings (a new port per point would split the sweep apart).
         self.port = free_port()
@@ -196,14 +200,9 @@ class LocalRunner(PointRunner):
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
-        assert self.binary is not None
-        port, mport = self.port, free_port()
-        target_env = {**env, "PORT": str(port), "GOMAXPROCS": env.get("TARGET_CPUS") or DEFAULT_TARGET_CPUS}
-        self._target = _spawn([str(self.binary)], target_env, log)
-        self.procs = [self._target]
-        url = f"http://127.0.0.1:{port}"
-        if not wait_http(url + "/healthz", 15.0, self._target):
-            raise _PointError(f"the target did not answer on {url}/healthz")
+        mport = free_port()
+        self.procs, self._target = [], None
+        url = env["LOCUST_HOST"] if self.external_host else self._start_target(env, log)
         # The same command lines the image's entrypoint builds (swarmbench.core.launch).
         master = Launch(
             role="master",
@@ -224,17 +223,34 @@ class LocalRunner(PointRunner):
         loc_env = {k: v for k, v in env.items() if k != "LOCUST_LOCUSTFILE"}
         loc_env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
         locust = [sys.executable, "-m", "locust"]
-        self.procs.append(_spawn([*locust, *master.argv()], loc_env, log))
+        self._master = _spawn([*locust, *master.argv()], loc_env, log)
+        self.procs.append(self._master)
         self.procs += [_spawn([*locust, *worker.argv()], loc_env, log) for _ in range(p.workers)]
 
+    def _start_target(self, env: dict[str, str], log) -> str:
+        """The Go target on the sweep's port, with the point's environment; its URL once healthy."""
+        assert self.binary is not None
+        target_env = {
+            **env,
+            "PORT": str(self.port),
+            "GOMAXPROCS": env.get("TARGET_CPUS") or DEFAULT_TARGET_CPUS,
+        }
+        self._target = _spawn([str(self.binary)], target_env, log)
+        self.procs.append(self._target)
+        url = f"http://127.0.0.1:{self.port}"
+        if not wait_http(url + "/healthz", 15.0, self._target):
+            raise _PointError(f"the target did not answer on {url}/healthz")
+        return url
+
     def wait(self, timeout: float) -> int | None:
-        master = self.procs[1]
+        master = self._master
+        assert master is not None
         try:
             code = master.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
         # Workers quit with the master; give them a moment, then make sure nothing is left.
-        for proc in self.procs[2:]:
+        for proc in self.procs[self.procs.index(master) + 1 :]:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -244,8 +260,8 @@ class LocalRunner(PointRunner):
 
     def stop(self) -> None:
         # SIGTERM: Locust's graceful shutdown (the master quits its workers and writes run.json).
-        if len(self.procs) > 1 and self.procs[1].poll() is None:
-            self.procs[1].send_signal(signal.SIGTERM)
+        if self._master is not None and self._master.poll() is None:
+            self._master.send_signal(signal.SIGTERM)
 
     def _stop_target(self) -> None:
         if self._target and self._target.poll() is None:

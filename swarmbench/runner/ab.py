@@ -1,0 +1,242 @@
+"""`python -m swarmbench ab` (make ab): A and B run interleaved against the same target, then compared.
+
+- A and B differ by environment (`A="ALBUMS_STORE=mutex" B="ALBUMS_STORE=sharded"`: NAME=value
+  words, the target's settings) or by host (`A_HOST`, `B_HOST`: two staging deploys).
+- Order A B B A A B ... (REPEATS runs per side): each side's runs spread over the same stretch of
+  time, so a machine that drifts (a neighbour's build, thermal throttling) hits both sides alike.
+- A/A (B not given, or equal to A): the runs measure the noise floor. The comparison package
+  calibrates the run-to-run noise from every run, writes it with the A side (compare-noise.json:
+  later compares against that baseline use it) and prints the smallest change these settings can
+  detect here, per metric.
+- Compose by default (each run `python -m swarmbench headless`, `--staging` for hosts); LOCAL=1 runs
+  the sweep's local processes (runner/points.py LocalRunner: the Go target built from target/, a
+  master and WORKERS workers on 127.0.0.1).
+- Folders: results/<AB_ID or ab-<UTC time>>/{A,B}/<run folders>, the comparison in .../compare/.
+- Exit code: the comparison's (3 regressed, 0 otherwise, 2 bad input); 1 when a run failed and
+  nothing regressed; 130 on Ctrl-C. Bad settings: one line, exit 2, before anything runs.
+
+Standard library only: the comparison runs in the venv (runner/compare.py python()).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from swarmbench.core import exits
+from swarmbench.core.errors import UsageError
+from swarmbench.core.experiment import STORES, STRONG
+from swarmbench.core.folder import LOGS_DIR, is_folder_name
+from swarmbench.core.sweepstate import SweepPoint
+
+from . import compare
+from . import settings as S
+from .paths import ROOT, display, results_dir
+from .plan import SweepSettings
+from .points import ComposeRunner, LocalRunner, PointRunner
+from .progress import Progress
+
+AB_REPEATS = 3
+"""Runs per side: the fewest for which the bootstrap can resample runs (2 leave 2 possible draws
+of a side's runs' mean, 3 leave 10) -- issue 19's goals are stated for 3 x 20 s."""
+AB_RUN_TIME = "20s"
+"""Each run's length: 20 one-second windows give the within-run block bootstrap 4 blocks of 5 s."""
+AB_USERS = 10
+"""Users per run when LOCUST_USERS is unset: a light load, so the comparison measures the system
+under test rather than a saturated load generator on a small machine."""
+
+SIDES = ("A", "B")
+ORDER = ("A", "B", "B", "A")
+"""The interleaving, repeated: A B B A A B B A ... (each side equally often first in a pair)."""
+
+_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+LOAD_PREFIX = "LOCUST_"
+"""A/B set the system under test; Locust's settings are the load, the same on both sides (compare
+refuses a different load), so they are set once, outside A and B."""
+
+
+@dataclass(frozen=True)
+class AbSettings:
+    ab_id: str
+    sides: dict[str, dict[str, str]]  # side -> its environment assignments
+    hosts: dict[str, str | None]  # side -> its host (None: the bundled target)
+    repeats: int
+    run_time: str
+    users: int
+    workers: int
+    user_class: str
+    local: bool
+    aa: bool = field(default=False)
+
+
+def assignments(name: str, value: str) -> dict[str, str]:
+    """A="ALBUMS_STORE=mutex ALBUMS_DELAY=2ms": NAME=value words, split like a shell would (never
+    run by one); UsageError naming the variable and the word."""
+    try:
+        words = shlex.split(value)
+    except ValueError as e:
+        raise UsageError(f"{name}={value!r}: {e}") from None
+    out: dict[str, str] = {}
+    for word in words:
+        key, eq, val = word.partition("=")
+        if not eq or not _NAME.match(key):
+            raise UsageError(f'{name}: {word!r} is not NAME=value (e.g. {name}="ALBUMS_STORE=mutex")')
+        if key.startswith(LOAD_PREFIX):
+            raise UsageError(
+                f"{name}: {key} is the load, the same for both sides: set it outside {name} "
+                "(A and B set the system under test, e.g. ALBUMS_STORE)"
+            )
+        if key in out:
+            raise UsageError(f"{name}: {key} is set twice")
+        if key == "ALBUMS_STORE" and val not in STORES:
+            raise UsageError(f"{name}: ALBUMS_STORE={val!r} is not one of {', '.join(STORES)}")
+        out[key] = val
+    return out
+
+
+def side_hosts(env: Mapping[str, str], local: bool) -> dict[str, str | None]:
+    a, b = env.get("A_HOST", "").strip() or None, env.get("B_HOST", "").strip() or None
+    if b and not a:
+        raise UsageError("B_HOST without A_HOST: give both hosts (or only A_HOST for an A/A run)")
+    for name, value in (("A_HOST", a), ("B_HOST", b)):
+        if value:
+            S.host(name, value)
+            if not local:
+                S.container_host(name, value)
+    return {"A": a, "B": b or a}
+
+
+def ab_settings(env: Mapping[str, str]) -> AbSettings:
+    """Every setting of an A/B run, validated (UsageError, one line) before anything starts."""
+    local = S.flag(env, "LOCAL")
+    a = assignments("A", env.get("A", ""))
+    b = assignments("B", env["B"]) if env.get("B", "").strip() else dict(a)
+    hosts = side_hosts(env, local)
+    if hosts["A"] and (a or b):
+        raise UsageError("A/B (environment) and A_HOST/B_HOST (hosts): choose one")
+    ab_id = env.get("AB_ID") or f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    if not is_folder_name(ab_id):
+        raise UsageError(f"AB_ID={ab_id!r} is not a folder name (letters, digits, . _ + -)")
+    if (results_dir(env) / ab_id).exists():
+        raise UsageError(
+            f"{display(results_dir(env) / ab_id)} exists; choose another AB_ID (nothing is overwritten)"
+        )
+    run_time = env.get("RUN_TIME") or env.get("LOCUST_RUN_TIME") or AB_RUN_TIME
+    S.timespan_seconds("RUN_TIME", run_time)
+    classes = S.user_classes("LOCUST_USER_CLASSES", env.get("LOCUST_USER_CLASSES") or S.DEFAULT_USER_CLASS)
+    S.check_arrival(env)
+    compare.python()  # the comparison's interpreter exists, or fail now rather than after the runs
+    return AbSettings(
+        ab_id=ab_id,
+        sides={"A": a, "B": b},
+        hosts=hosts,
+        repeats=S.positive_int("REPEATS", env.get("REPEATS") or str(AB_REPEATS)),
+        run_time=run_time,
+        users=S.positive_int("LOCUST_USERS", env.get("LOCUST_USERS") or str(AB_USERS)),
+        workers=S.positive_int("WORKERS", env.get("WORKERS") or "1"),
+        user_class=" ".join(classes),
+        local=local,
+        aa=a == b and hosts["A"] == hosts["B"],
+    )
+
+
+def schedule(repeats: int) -> list[SweepPoint]:
+    """The runs in order: A B B A ..., REPEATS per side; ids a1, b1, b2, a2, ..."""
+    seen = dict.fromkeys(SIDES, 0)
+    out = []
+    for i in range(2 * repeats):
+        side = ORDER[i % len(ORDER)]
+        seen[side] += 1
+        out.append(SweepPoint(f"{side.lower()}{seen[side]}", seen[side], 1, "", 0))
+    return out
+
+
+class StagingRunner(ComposeRunner):
+    """Each run is `python -m swarmbench headless --staging`: the side's host, no bundled target."""
+
+    headless_args = ("--staging",)
+
+
+def point_runner(s: AbSettings, root: Path, env: dict[str, str]) -> PointRunner:
+    """The sweep's runners: local processes (LOCAL=1) or compose, for the bundled target or hosts."""
+    plan = SweepSettings(s.ab_id, (s.workers,), (s.user_class,), s.repeats, s.run_time, s.users, STRONG, None)
+    if s.local:
+        runner = LocalRunner(plan, root, env)
+        runner.external_host = s.hosts["A"] is not None
+        return runner
+    return (StagingRunner if s.hosts["A"] else ComposeRunner)(plan, root, env)
+
+
+def side_env(s: AbSettings, env: Mapping[str, str], side: str) -> dict[str, str]:
+    out = {**env, **s.sides[side]}
+    if s.hosts[side]:
+        out["LOCUST_HOST"] = str(s.hosts[side])
+    return out
+
+
+def run_ab(environ: Mapping[str, str]) -> int:
+    s = ab_settings(environ)
+    env = dict(environ)
+    root = results_dir(env) / s.ab_id
+    runner = point_runner(s, root, env)
+    runner.setup()
+    try:
+        failed, interrupted = run_all(s, runner, root, env)
+    finally:
+        runner.cleanup()
+    if interrupted:
+        print(f"swarmbench ab: interrupted; the finished runs are in {display(root)}/", file=sys.stderr)
+        return exits.INTERRUPTED_SIGINT
+    code = compare_sides(s, root)
+    return code if code or not failed else exits.REQUESTS_FAILED
+
+
+def run_all(s: AbSettings, runner: PointRunner, root: Path, env: dict[str, str]) -> tuple[list[str], bool]:
+    """Every run in schedule() order (the sweep's run_point: its log, timeout, Ctrl-C and folder
+    rules); the ids of the failed ones, and whether the user interrupted."""
+    from .sweep import run_point  # the sweep's point loop, one run at a time
+
+    logs = root / LOGS_DIR
+    logs.mkdir(parents=True)
+    points = schedule(s.repeats)
+    for p in points:
+        p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
+    what = "A/A (noise floor)" if s.aa else f"A {describe(s, 'A')} vs B {describe(s, 'B')}"
+    print(f"swarmbench ab: {what}, {len(points)} runs of {s.run_time} -> {display(root)}/", file=sys.stderr)
+    progress = Progress(len(points), S.timespan_seconds("RUN_TIME", s.run_time))
+    failed = []
+    for i, p in enumerate(points, 1):
+        side = p.id[0].upper()
+        runner.env, runner.sweep_dir = side_env(s, env, side), root / side
+        (root / side).mkdir(exist_ok=True)
+        try:
+            if run_point(runner, runner.s, root / side, p, logs, progress, i, len(points) - i):
+                return failed, True
+        except KeyboardInterrupt:
+            return failed, True
+        if p.status != "done":
+            print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+            failed.append(p.id)
+    return failed, False
+
+
+def describe(s: AbSettings, side: str) -> str:
+    words = s.hosts[side] or " ".join(f"{k}={v}" for k, v in s.sides[side].items())
+    return f"({words or 'defaults'})"
+
+
+def compare_sides(s: AbSettings, root: Path) -> int:
+    """The comparison of root/A and root/B into root/compare/, in the venv: A/A reports the noise
+    floor (swarmbench.compare.floor), A/B the verdicts (swarmbench.compare); its exit code."""
+    module = "swarmbench.compare.floor" if s.aa else "swarmbench.compare"
+    cmd = [compare.python(), "-m", module, str(root / "A"), str(root / "B"), "-o", str(root / "compare")]
+    print(
+        f"swarmbench ab: python -m {module} {display(root)}/A {display(root)}/B", file=sys.stderr, flush=True
+    )
+    return subprocess.run(cmd, cwd=ROOT).returncode

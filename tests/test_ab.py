@@ -1,0 +1,121 @@
+"""`python -m swarmbench ab` (make ab) with LOCAL=1: real short runs of the real Go target, a Locust
+master and a worker, interleaved A B B A, then compared.
+
+A/A gives exit 0, a noise-floor table and the calibration file with the A side; ALBUMS_DELAY 2 ms
+against 12 ms gives p50 regressed and exit 3; two hosts (A_HOST/B_HOST) are compared like two
+staging deploys. Bad settings: one line, exit 2, nothing created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import Target, run_module
+
+from swarmbench.runner.ab import schedule
+
+SHORT = {
+    "LOCAL": "1",
+    "REPEATS": "2",
+    "RUN_TIME": "5s",
+    "LOCUST_USERS": "4",
+    "LOCUST_WAIT_TIME": "constant 0.05",
+}
+"""2 repeats x 5 s per side, 4 light users: the shortest runs that still have windows to resample."""
+
+
+def ab(results: Path, binary: Path | None, timeout: float = 300, **settings: str):
+    env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(results), "AB_ID": "ab", **settings}
+    if binary:
+        env["SWARMBENCH_TARGET_BIN"] = str(binary)
+    res = run_module("swarmbench", "ab", env=env, timeout=timeout)
+    return res.returncode, res.stdout + res.stderr, results / "ab"
+
+
+def verdicts(folder: Path) -> dict[tuple[str, str], dict]:
+    data = json.loads((folder / "compare" / "compare.json").read_text())
+    return {(r["name"], r["metric"]): r for r in data["results"]}
+
+
+def test_schedule_interleaves_a_b_b_a():
+    assert [p.id for p in schedule(3)] == ["a1", "b1", "b2", "a2", "a3", "b3"]
+    assert [p.repeat for p in schedule(2)] == [1, 1, 2, 2]
+
+
+def test_a_a_reports_the_noise_floor_and_stores_the_calibration(albums_binary, tmp_path):
+    code, printed, root = ab(tmp_path, albums_binary, A="ALBUMS_DELAY=2ms")
+    assert code == 0, printed
+    assert sorted(p.name for p in (root / "A").iterdir()) == ["a1", "a2", "compare-noise.json"]
+    assert sorted(p.name for p in (root / "B").iterdir()) == ["b1", "b2"]
+    noise = json.loads((root / "A" / "compare-noise.json").read_text())
+    assert set(noise["noise"]) >= {"throughput", "p50", "p95"} and len(noise["runs"]) == 4
+    assert "noise floor (A/A)" in printed and "floor, 2 vs 2 runs" in printed, printed
+    floor = json.loads((root / "compare" / "noise-floor.json").read_text())
+    for metric in ("throughput", "p50", "p95"):
+        row = floor["metrics"][metric]
+        # The floor is at least the band, and one run per side never sees finer than 2 per side.
+        assert row["floor_repeats"] >= 0.05 and row["floor_single"] >= 0.05, row
+    assert {r["verdict"] for r in verdicts(root).values()} <= {"no change", "inconclusive"}, printed
+    # A later compare against the A side finds and uses the calibration.
+    res = run_module("swarmbench", "compare", root / "A" / "a1", root / "B" / "b1", "-o", tmp_path / "later")
+    assert f"run-to-run noise ({root / 'A' / 'compare-noise.json'})" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_b_ten_more_milliseconds_is_a_regression(albums_binary, tmp_path):
+    code, printed, root = ab(tmp_path, albums_binary, A="ALBUMS_DELAY=2ms", B="ALBUMS_DELAY=12ms")
+    assert code == 3, printed
+    p50 = verdicts(root)[("Aggregated", "p50")]
+    assert p50["verdict"] == "regressed" and p50["ci"][0] <= 10 <= p50["ci"][1] + 2, printed
+    assert sorted(p.name for p in (root / "B").iterdir()) == ["b1", "b2"]
+    assert not (root / "A" / "compare-noise.json").exists()  # A/B never writes a calibration
+
+
+@pytest.fixture
+def two_hosts(albums_binary):
+    fast, slow = Target(albums_binary, ALBUMS_DELAY="2ms"), Target(albums_binary, ALBUMS_DELAY="12ms")
+    yield fast, slow
+    fast.stop()
+    slow.stop()
+
+
+def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
+    fast, slow = two_hosts
+    code, printed, root = ab(tmp_path, None, A_HOST=fast.url, B_HOST=slow.url, REPEATS="1", RUN_TIME="8s")
+    assert code == 3, printed
+    data = json.loads((root / "compare" / "compare.json").read_text())
+    hosts = next(s for s in data["settings_differ"] if s["setting"] == "host")
+    assert (hosts["baseline"], hosts["candidate"]) == (fast.url, slow.url)
+    assert verdicts(root)[("Aggregated", "p50")]["verdict"] == "regressed", printed
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (dict(A="ALBUMS_STORE"), "A: 'ALBUMS_STORE' is not NAME=value"),
+        (dict(B="ALBUMS_STORE=fast"), "B: ALBUMS_STORE='fast' is not one of"),
+        (dict(A="LOCUST_USERS=3"), "A: LOCUST_USERS is the load"),
+        (dict(A="ALBUMS_DELAY=1ms ALBUMS_DELAY=2ms"), "A: ALBUMS_DELAY is set twice"),
+        (dict(A="X='open"), 'A="X=\'open": No closing quotation'),
+        (dict(B_HOST="http://127.0.0.1:9"), "B_HOST without A_HOST"),
+        (dict(A_HOST="ftp://example.com"), "A_HOST='ftp://example.com' is not an http"),
+        (dict(A_HOST="http://127.0.0.1:9", A="ALBUMS_DELAY=1ms"), "choose one"),
+        (dict(REPEATS="0"), "REPEATS='0' must be at least 1"),
+        (dict(RUN_TIME="5q"), "RUN_TIME='5q' is not a duration"),
+        (dict(AB_ID="../up"), "AB_ID='../up' is not a folder name"),
+    ],
+)
+def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):
+    code, printed, _ = ab(tmp_path, None, timeout=30, **settings)
+    lines = printed.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and expected in lines[0], printed
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_folder_is_never_overwritten(tmp_path):
+    (tmp_path / "ab").mkdir()
+    code, printed, _ = ab(tmp_path, None, timeout=30)
+    assert code == 2 and "exists; choose another AB_ID" in printed, printed
+    assert list((tmp_path / "ab").iterdir()) == []

@@ -1,0 +1,95 @@
+"""`--baseline DIR` on headless/staging runs (BASELINE=DIR make headless|staging).
+
+The headless runner needs Docker, so these tests exercise the code it calls after the run,
+runner/baseline.py compare_with_baseline(run folder, baseline, run's exit code), on real local runs
+of the real target; and the CLI's validation of --baseline/BASELINE, which happens before Docker is
+ever asked for (a bad baseline costs a second, not a run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from conftest import Target, run_locust, run_module
+
+from swarmbench.core import exits
+from swarmbench.runner.baseline import SUFFIX, compare_with_baseline
+
+LOAD = ["-t", "6s", "-u", "4", "-r", "4", "--wait-time", "constant 0.05", "AlbumsHttpUser"]
+
+
+def record(binary, folder, run_id: str, delay: str):
+    target = Target(binary, ALBUMS_DELAY=delay)
+    try:
+        res = run_locust(
+            "--headless", "-H", target.url, *LOAD, "--results-dir", str(folder), "--run-id", run_id
+        )
+    finally:
+        target.stop()
+    assert res.returncode == 0, res.stderr[-2000:]
+    return folder / run_id
+
+
+@pytest.fixture(scope="module")
+def runs(albums_binary, tmp_path_factory):
+    root = tmp_path_factory.mktemp("baseline")
+    return {
+        "main": record(albums_binary, root / "main", "main-1", "2ms"),
+        "same": record(albums_binary, root / "pr", "pr-same", "2ms"),
+        "slow": record(albums_binary, root / "pr", "pr-slow", "12ms"),
+    }
+
+
+def test_a_slower_run_fails_the_build_and_the_run_folder_is_kept(runs):
+    before = sorted(p.name for p in runs["slow"].iterdir())
+    code = compare_with_baseline(runs["slow"], runs["main"])
+    assert code == exits.THRESHOLDS_BROKEN
+    out = runs["slow"].parent / f"pr-slow{SUFFIX}"
+    data = json.loads((out / "compare.json").read_text())
+    p50 = next(r for r in data["results"] if r["name"] == "Aggregated" and r["metric"] == "p50")
+    assert p50["verdict"] == "regressed"
+    assert sorted(p.name for p in runs["slow"].iterdir()) == before  # nothing written into the run
+
+
+def test_an_identical_run_passes(runs):
+    assert compare_with_baseline(runs["same"], runs["main"]) == exits.OK
+    data = json.loads((runs["same"].parent / f"pr-same{SUFFIX}" / "compare.json").read_text())
+    assert data["verdicts"]["regressed"] == 0
+
+
+def test_a_run_that_failed_is_not_compared(runs, tmp_path):
+    fake = tmp_path / "r"
+    fake.mkdir()
+    assert compare_with_baseline(fake, runs["main"], exits.RUN_FAILED) == exits.RUN_FAILED
+    assert not (tmp_path / f"r{SUFFIX}").exists()
+
+
+def test_thresholds_broken_stays_the_runs_code(runs):
+    """The run's own non-zero code wins (it is what the run's junit.xml says); the comparison is
+    still written next to it."""
+    assert compare_with_baseline(runs["same"], runs["main"], exits.THRESHOLDS_BROKEN) == 3
+
+
+@pytest.mark.parametrize(
+    ("how", "value", "expected"),
+    [
+        ("flag", "{tmp}/missing", "is not a folder"),
+        ("env", "{tmp}/missing", "is not a folder"),
+        ("env", "{tmp}", "is not a run folder"),
+    ],
+)
+def test_a_bad_baseline_is_one_line_before_anything_runs(tmp_path, how, value, expected):
+    value = value.format(tmp=tmp_path)
+    env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path / "results"), "PATH": "/usr/bin:/bin"}
+    args = ["headless", "--staging"]
+    env["LOCUST_HOST"] = "https://staging.example.com"
+    if how == "flag":
+        args += ["--baseline", value]
+    else:
+        env["BASELINE"] = value
+    res = run_module("swarmbench", *args, env=env, timeout=30)
+    lines = (res.stdout + res.stderr).strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and expected in lines[0], res.stdout + res.stderr
+    assert "BASELINE=" in lines[0] and not (tmp_path / "results").exists()
