@@ -182,6 +182,15 @@ def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]
     return run
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n` (make test-py), every Docker test goes to one worker, in file order: they
+    share the engine, its swarm state and the web UI's port, and test_swarm_lab.py expects
+    test_swarm.py's swarm gone. Without xdist the mark is inert."""
+    for item in items:
+        if item.get_closest_marker("docker") or "docker_compose" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("docker"))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Locust must never be imported into the pytest process: its gevent monkey-patching breaks
     subprocess for every later test, far from the import that did it. Tests import swarmbench.core

@@ -17,6 +17,8 @@ from conftest import Target, run_module
 
 from swarmbench.runner.ab import schedule
 
+pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
+
 SHORT = {
     "LOCAL": "1",
     "REPEATS": "2",
@@ -65,11 +67,16 @@ def test_a_a_reports_the_noise_floor_and_stores_the_calibration(albums_binary, t
 
 
 def test_a_b_ten_more_milliseconds_is_a_regression(albums_binary, tmp_path):
-    code, printed, root = ab(tmp_path, albums_binary, A="ALBUMS_DELAY=2ms", B="ALBUMS_DELAY=12ms")
+    # One run a side (the A/A test covers repeats): 10 ms is far above any noise.
+    code, printed, root = ab(
+        tmp_path, albums_binary, A="ALBUMS_DELAY=2ms", B="ALBUMS_DELAY=12ms", REPEATS="1"
+    )
     assert code == 3, printed
     p50 = verdicts(root)[("Aggregated", "p50")]
-    assert p50["verdict"] == "regressed" and p50["ci"][0] <= 10 <= p50["ci"][1] + 2, printed
-    assert sorted(p.name for p in (root / "B").iterdir()) == ["b1", "b2"]
+    # 10 ms more sleep measures as 10 ms or a little more (CI [10.1, 10.7] seen in CI): the CI
+    # sits near +10 ms, far above the band.
+    assert p50["verdict"] == "regressed" and p50["ci"][0] >= 7 and p50["ci"][1] <= 14, printed
+    assert sorted(p.name for p in (root / "B").iterdir()) == ["b1"]
     assert not (root / "A" / "compare-noise.json").exists()  # A/B never writes a calibration
 
 

@@ -17,6 +17,8 @@ from conftest import Target, run_locust, run_module
 from swarmbench.core import exits
 from swarmbench.runner.baseline import SUFFIX, compare_with_baseline
 
+pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
+
 LOAD = ["-t", "6s", "-u", "4", "-r", "4", "--wait-time", "constant 0.05", "AlbumsHttpUser"]
 
 

@@ -26,6 +26,8 @@ from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.hdr_windows import WINDOW_COLUMNS
 
+pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: run alone (make test-py)
+
 DELAY_MS = 105
 
 
@@ -102,7 +104,9 @@ def test_the_ui_shows_exact_percentiles_while_the_run_goes(slow_target, tmp_path
     assert now["count"] > before["count"] > 0, "the numbers do not move while the run goes"
     assert DELAY_MS <= now["p50"] < 108 and now["p50"] <= now["p95"] <= now["p99"] <= now["max"]
     locust_total = locust["stats"][-1]
-    assert locust_total["name"] == AGGREGATED and locust_total["median_response_time"] == 110
+    # Locust rounds to 110 ms, then clips its median to the max when every sample is below 110.
+    rounded = min(110, locust_total["max_response_time"])
+    assert locust_total["name"] == AGGREGATED and locust_total["median_response_time"] == rounded
     [tab] = locust["extended_stats"]
     assert tab["key"] == "swarmbench-latency"
     tab_total = aggregated(tab["data"])

@@ -128,6 +128,8 @@ OWN_LOCUSTFILE = """
 from locust import HttpUser, TaskSet, constant, task
 from swarmbench.plugin import install
 
+pytestmark = pytest.mark.quiet  # arrival rates held and dropped: run alone (make test-py)
+
 install()
 
 

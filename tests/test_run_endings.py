@@ -67,7 +67,8 @@ def test_after_stop_workers_are_back_at_once_and_no_report_is_discarded(albums_t
         assert post(base + "/stop")["success"]
         stopped = time.monotonic()
         while _worker_count(base) != 1:
-            assert time.monotonic() - stopped < 3, "the worker was not back as ready right after Stop"
+            # The bug kept it away for --stop-timeout (10 s); 5 s leaves room for a busy machine.
+            assert time.monotonic() - stopped < 5, "the worker was not back as ready right after Stop"
             time.sleep(0.1)
         time.sleep(7)  # two of the worker's report intervals (3 s)
     log = (tmp_path / "master.log").read_text()
@@ -103,7 +104,8 @@ def test_web_ui_run_signalled_mid_run_is_saved_interrupted_and_exact(albums_targ
             p.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         assert procs[0].wait(timeout=60) == 143
-        assert time.monotonic() - signalled < 8, "the master waited for goodbyes it had not asked for"
+        # Waiting out its deadline would take --stop-timeout + 5 s = 15 s.
+        assert time.monotonic() - signalled < 11, "the master waited for goodbyes it had not asked for"
     run_dir = only_run(tmp_path / "results")
     m = assert_complete_folder(run_dir)
     assert (m["started_from"], m["status"], m["workers_connected"]) == ("ui", "interrupted", 2)
