@@ -94,13 +94,8 @@ lint: $(VENV)/.installed $(ACTIONLINT) ## ruff + go vet + actionlint
 test-go: ## target/ unit, concurrency and fuzz-seed tests under the race detector
 	cd target && go test -race -count=1 ./...
 
-# Most tests wait (on a run's clock, on Docker): two run at a time, every Docker test on one of the
-# two in file order (they share the engine, its swarm and port 8089). Tests marked `quiet` judge
-# latency, rates or CPU, so they run alone afterwards. Both phases always run; either failing fails.
 test-py: $(VENV)/.installed $(ACTIONLINT) $(KUSTOMIZE) ## pytest: unit tests, real Locust runs, the Docker end-to-end tests
-	@$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not quiet"; a=$$?; \
-	$(VENV)/bin/python -m pytest -m quiet; b=$$?; \
-	[ $$a -eq 0 ] && [ $$b -eq 0 ]
+	PYTHON=$(VENV)/bin/python tests/suite
 
 fmt: $(VENV)/.installed ## format Python and Go
 	$(VENV)/bin/ruff format .

@@ -182,13 +182,12 @@ def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]
     return run
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: tests/suite runs `-m docker` on its own
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `pytest -n` (make test-py), every Docker test goes to one worker, in file order: they
-    share the engine, its swarm state and the web UI's port, and test_swarm_lab.py expects
-    test_swarm.py's swarm gone. Without xdist the mark is inert."""
+    """A test that needs the Docker engine is a `docker` test, marked or not."""
     for item in items:
-        if item.get_closest_marker("docker") or "docker_compose" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("docker"))
+        if "docker_compose" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.docker)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

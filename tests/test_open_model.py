@@ -23,6 +23,8 @@ from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.hdr import CSV_COLUMNS
 
+pytestmark = pytest.mark.quiet  # arrival rates held and dropped: run alone (make test-py)
+
 PROBE = "tests/fixtures/open_model/report_probe.py"
 PROBE_PREFIX = "probe: arrival counts from "  # the probe's PREFIX (the probe imports Locust)
 
@@ -127,8 +129,6 @@ def test_slow_target_drops_and_shows_what_a_closed_loop_hides(albums_binary, tmp
 OWN_LOCUSTFILE = """
 from locust import HttpUser, TaskSet, constant, task
 from swarmbench.plugin import install
-
-pytestmark = pytest.mark.quiet  # arrival rates held and dropped: run alone (make test-py)
 
 install()
 

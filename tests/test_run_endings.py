@@ -114,6 +114,7 @@ def test_web_ui_run_signalled_mid_run_is_saved_interrupted_and_exact(albums_targ
 
 
 @pytest.mark.docker
+@pytest.mark.quiet  # it was a race: a busy neighbour must not be what makes or hides it
 @pytest.mark.parametrize("attempt", [1, 2])
 @pytest.mark.parametrize("path", PATHS)
 def test_stack_stopped_mid_run_saves_a_complete_exact_record(docker_compose, tmp_path: Path, path, attempt):
