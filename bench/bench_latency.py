@@ -2,6 +2,7 @@
 
     python bench/bench_latency.py cost   [--pairs 5] [--duration 12] [--users 20]
     python bench/bench_latency.py albums [--pairs 5] [--duration 12] [--users 20]
+    python bench/bench_latency.py recorder [--requests 300000] [--request-us 109]
     python bench/bench_latency.py master [--workers 32] [--names 10] [--intervals 40]
     python bench/bench_latency.py size   [--windows 600] [--names 10] [--run DIR]
 
@@ -14,6 +15,12 @@
   albums  the same set-up: locustfiles/albums.py's AlbumsFastHttpUser (every body validated,
           recording on) vs bench/bare_albums.py (the same requests, nothing parsed, recording off):
           requests per CPU-second, median ratio. Goal >= 0.95.
+  recorder  the worker's recording path alone, in this process, no network: what the plugin runs per
+          request (window_of + Recorder.record) plus a report every 3 s of simulated time (flush,
+          encode, take), against the same loop without recording; microseconds per request and
+          that as a share of --request-us (a bare FastHttpUser request's CPU: 1e6 / the `albums`
+          run's B figure). Deterministic where `cost` is not: on a VM whose CPU capacity drifts,
+          `cost`'s pairs spread wider than the 3 % they are meant to resolve.
   master  the master's side: 32 workers x 10 request names, each reporting every 3 s the windows
           since its last report (encoded by the real Recorder from long-tailed latencies), fed to
           the master's merge (hdr_windows.Windows) interval by interval: CPU seconds per report
@@ -117,6 +124,41 @@ def albums(args: argparse.Namespace) -> None:
         ("locustfiles/albums.py", "AlbumsFastHttpUser", ["--exact-latency"]),
         ("bench/bare_albums.py", "BareAlbumsUser", ["--no-exact-latency"]),
     )
+
+
+def recorder(args: argparse.Namespace) -> None:
+    from swarmbench.hdr_windows import window_of
+    from swarmbench.plugin.hdr import Recorder
+
+    rng = random.Random(1)
+    names = [
+        ("GET", "GET /albums"),
+        ("GET", "GET /albums/{id}"),
+        ("POST", "POST /albums"),
+        ("GET", "GET /albums/{id}"),
+    ]
+    samples = [(i / args.rate, *names[i % 4], rng.lognormvariate(0.3, 0.4)) for i in range(args.requests)]
+    per_report = int(args.rate * REPORT_S)
+
+    def loop(record: bool) -> float:
+        rec = Recorder()
+        started = time.process_time()
+        for i, (t, request_type, name, ms) in enumerate(samples):
+            window = window_of(t)
+            if record:
+                rec.record(window, request_type, name, ms, False, None)
+                if i % per_report == 0:
+                    rec.take()
+        rec.take()
+        return time.process_time() - started
+
+    best = {flag: min(loop(flag) for _ in range(args.repeats)) for flag in (False, True)}
+    us = (best[True] - best[False]) / args.requests * 1e6
+    print(
+        f"recording: {us:.2f} us of CPU per request ({args.requests} requests at {args.rate:.0f}/s, "
+        f"4 names, a report every {REPORT_S} s; best of {args.repeats})"
+    )
+    print(f"= {us / args.request_us:.1%} of a {args.request_us:.0f} us request (goal <= 3 %)")  # fmt: skip
 
 
 # --- the master -------------------------------------------------------------------------------------
@@ -241,6 +283,11 @@ def main() -> None:
         s.add_argument("--pairs", type=int, default=5)
         s.add_argument("--duration", type=int, default=12)
         s.add_argument("--users", type=int, default=20)
+    s = sub.add_parser("recorder")
+    s.add_argument("--requests", type=int, default=300_000)
+    s.add_argument("--rate", type=float, default=7000, help="requests/s of the simulated worker")
+    s.add_argument("--repeats", type=int, default=3)
+    s.add_argument("--request-us", type=float, default=109, help="CPU us per bare request (albums: B)")
     s = sub.add_parser("master")
     s.add_argument("--workers", type=int, default=32)
     s.add_argument("--names", type=int, default=10)
@@ -256,7 +303,7 @@ def main() -> None:
     s.add_argument("--run", default="", help="a real run folder to scale")
     args = p.parse_args()
     os.nice(5)  # a shared machine: the others' work first
-    {"cost": cost, "albums": albums, "master": master, "size": size}[args.what](args)
+    {"cost": cost, "albums": albums, "recorder": recorder, "master": master, "size": size}[args.what](args)
 
 
 if __name__ == "__main__":
