@@ -82,27 +82,42 @@ def shifted(run, factor: float):
     return out
 
 
-def p95_verdict(a, b, seed: int) -> str:
+def p95_difference(a, b, seed: int):
     g, sa, sb = grid.build(a, b, [AGGREGATED])
-    d = stats.compare(sa, sb, g, ["p95"], 0.95, seed)["p95"][AGGREGATED]
-    return verdict("p95", d, MIN_EFFECT)
+    return stats.compare(sa, sb, g, ["p95"], 0.95, seed)["p95"][AGGREGATED]
+
+
+def p95_verdict(a, b, seed: int) -> str:
+    return verdict("p95", p95_difference(a, b, seed), MIN_EFFECT)
 
 
 def real_trials(runs, trials: int) -> None:
     rng = np.random.default_rng(1)
     per_side = min(PER_SIDE, len(runs) // 2)
     moved = {id(r): shifted(r, SHIFT) for r in runs}
-    hits = {"shift": 0, "same": 0}
+    hits = {"shift": 0, "same": 0, "covered": 0}
+    half, rel = [], []  # A/A: the CI's half-width and the difference, relative to the baseline
     for t in range(trials):
         order = rng.permutation(len(runs))
         a = [runs[i] for i in order[:per_side]]
         b = [runs[i] for i in order[per_side : 2 * per_side]]
-        hits["same"] += p95_verdict(a, b, t) == REGRESSED
+        same = p95_difference(a, b, t)
+        hits["same"] += verdict("p95", same, MIN_EFFECT) == REGRESSED
+        hits["covered"] += same.low <= 0 <= same.high
+        half.append((same.high - same.low) / 2 / same.baseline)
+        rel.append(same.diff / same.baseline)
         hits["shift"] += p95_verdict(a, [moved[id(r)] for r in b], t) == REGRESSED
     print(
         f"real windows ({len(runs)}-run pool, {per_side} vs {per_side} runs, {trials} trials): "
         f"10 % p95 shift called regressed {hits['shift'] / trials:.0%} (goal >= 90 %); "
         f"identical sides {hits['same'] / trials:.1%} (goal <= 5 %)"
+    )
+    # Is the CI calibrated? On identical sides the true difference is 0: a 95 % CI should hold it
+    # in ~95 % of draws, and its half-width should be ~1.96 x the SD of the draws' differences.
+    print(
+        f"  A/A p95 CI: holds 0 in {hits['covered'] / trials:.0%} of draws (95 % CI); mean half-width "
+        f"{statistics.mean(half):.1%} vs 1.96 x SD of the differences {1.96 * statistics.pstdev(rel):.1%} "
+        "(draws overlap: rough)"
     )
 
 
