@@ -7,7 +7,9 @@ Locust 2.47 *_stats_history.csv, CRLF line ends, "N/A" before the first response
 while the first 10 s window is empty, 4 endpoints + Aggregated per second, consecutive Unix
 timestamps) plus a matching *_stats.csv and run.json. Then runs each report in a fresh process,
 `--repeats` times, and prints the median wall time and peak RSS (resource.getrusage of a wrapper
-process's children, so each measurement is one process tree and nothing else).
+process's children, so each measurement is one process tree and nothing else). Also the floor
+under any pandas + matplotlib report of the file: the imports alone, and the imports plus reading
+the history (no chart, no file): what "N x faster than naive" can reach at most.
 """
 
 from __future__ import annotations
@@ -34,6 +36,21 @@ ENDPOINTS = [
 ]
 PCTS = ["50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%"]
 START = 1795290000  # 2026-11-21, like the fixtures
+
+# The floor under any pandas + matplotlib report of this file: start Python, import pandas and
+# matplotlib's Agg figure, read the history's used columns (our loader, validation included), and
+# nothing else: no chart, no table, no file.
+FLOOR = (
+    "import sys\n"
+    "import matplotlib\n"
+    "matplotlib.use('Agg')\n"
+    "from matplotlib.figure import Figure\n"
+    "from matplotlib.backends import backend_agg\n"
+    "import pandas\n"
+    "if len(sys.argv) > 1:\n"
+    "    from swarmbench.analysis.locust_csv import read_history\n"
+    "    read_history(__import__('pathlib').Path(sys.argv[1]))\n"
+)
 
 # Runs one command and reports its wall time and its process tree's peak RSS (KiB on Linux).
 WRAPPER = (
@@ -189,11 +206,16 @@ def main() -> None:
             [sys.executable, str(ROOT / "bench" / "naive_report.py"), str(run), str(base / "naive")],
             opts.repeats,
         )
+        imports = measure([sys.executable, "-c", FLOOR], opts.repeats)
+        floor = measure([sys.executable, "-c", FLOOR, str(run / "locust_stats_history.csv")], opts.repeats)
     print(f"\nmedian of {opts.repeats} runs, each in a fresh process ({opts.rows:,}-row *_stats_history.csv)")
     print(f"{'':28}{'seconds':>10}{'peak MB':>10}")
     print(f"{'ours (analysis report)':28}{ours[0]:>10.2f}{ours[1]:>10.0f}")
     print(f"{'naive (read all, plot all)':28}{naive[0]:>10.2f}{naive[1]:>10.0f}")
     print(f"{'naive / ours':28}{naive[0] / ours[0]:>9.1f}×{naive[1] / ours[1]:>9.1f}×")
+    print(f"{'floor: imports only':28}{imports[0]:>10.2f}{imports[1]:>10.0f}")
+    print(f"{'floor: imports + read':28}{floor[0]:>10.2f}{floor[1]:>10.0f}")
+    print(f"{'naive / floor':28}{naive[0] / floor[0]:>9.1f}×{naive[1] / floor[1]:>9.1f}×")
 
 
 if __name__ == "__main__":

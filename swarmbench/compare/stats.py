@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from statistics import NormalDist
 
 import numpy as np
 
@@ -25,7 +26,8 @@ from swarmbench.hdr_windows import WINDOW_S
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "
     "within each run; merge the drawn windows' histograms; Bessel-corrected spread; a single run's "
-    "side widened by the run-to-run noise; percentile CI of the difference"
+    "side widened by the run-to-run noise; percentile CI of the difference, widened by Student's t "
+    "over z at the Welch degrees of freedom of the run-to-run spread"
 )
 """The method in one line, for the terminal table, compare.json and the HTML report."""
 
@@ -227,12 +229,85 @@ class Difference:
         return self.diff / self.baseline if self.baseline else None
 
 
-def interval(base: np.ndarray, cand: np.ndarray, confidence: float) -> tuple[float, float]:
-    """Percentile interval of the replicate differences (replicates with an empty side dropped)."""
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (0.5 < P < 1) at real DF >= 1, stdlib only: scipy.special would cost the
+    CLI 0.4 s of import. Hill (1970), CACM Algorithm 396: exact at 1 and 2 degrees of freedom, within
+    0.1 % of scipy.stats.t from 2 on; between 1 and 2 up to 22 % high (a wider interval, the safe
+    side). inf: the normal quantile."""
+    if math.isinf(df):
+        return NormalDist().inv_cdf(p)
+    n, tail = max(df, 1.0), 2 * (1 - p)  # Hill's P is the two-sided tail
+    if n == 1:
+        return 1 / math.tan(tail * math.pi / 2)
+    if n == 2:
+        return math.sqrt(2 / (tail * (2 - tail)) - 2)
+    a = 1 / (n - 0.5)
+    b = 48 / a**2
+    c = ((20700 * a / b - 98) * a - 16) * a + 96.36
+    d = ((94.5 / (b + c) - 3) / b + 1) * math.sqrt(a * math.pi / 2) * n
+    y = (d * tail) ** (2 / n)
+    if y > 0.05 + a:  # the normal-quantile branch (Hill's asymptotic expansion)
+        x = NormalDist().inv_cdf(tail / 2)
+        y = x * x
+        if n < 5:
+            c += 0.3 * (n - 4.5) * (x + 0.6)
+        c = (((0.05 * d * x - 5) * x - 7) * x - 2) * x + b + c
+        y = (((((0.4 * y + 6.3) * y + 36) * y + 94.5) / c - y - 3) / b + 1) * x
+        y = math.expm1(a * y * y)
+    else:
+        y = ((1 / (((n + 6) / (n * y) - 0.089 * d - 0.822) * (n + 2) * 3) + 0.5 / (n + 4)) * y - 1) * (
+            n + 1
+        ) / (n + 2) + 1 / y
+    return math.sqrt(n * y)
+
+
+def per_run(side: Side, grid: Grid, metrics: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """{metric: {name: one value per run}}: each run's own point estimate (rows of 0/1 weights)."""
+    lengths = [r.windows for r in side.runs]
+    weights = np.zeros((len(lengths), sum(lengths)))
+    for i, start in enumerate(np.concatenate([[0], np.cumsum(lengths)[:-1]])):
+        weights[i, start : start + lengths[i]] = 1.0
+    return statistics(weights, side, grid, metrics, np.array(lengths, dtype=float))
+
+
+def between_runs(values: np.ndarray) -> float:
+    """The spread of a side's mean that its runs' own values show: s^2 / m (0 below two runs)."""
+    values = values[np.isfinite(values)]
+    return float(np.var(values, ddof=1)) / len(values) if len(values) > 1 else 0.0
+
+
+def welch_df(sides: list[tuple[np.ndarray, float, int]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of the difference, from each side's (replicates,
+    between_runs(), runs).
+
+    A side's bootstrap variance V holds two parts: window-to-window noise within its runs, estimated
+    from many blocks (as good as known), and run-to-run spread B, estimated from its m runs (m - 1
+    degrees of freedom; B is at most V). So df = (V_base + V_cand)^2 / sum(B^2 / (m - 1)): m - 1 per
+    side when runs differ more than their windows do (the usual case on a shared machine), large
+    when runs agree and the windows carry the noise. A side of one run adds none: its run-to-run
+    spread is the calibrated noise term, not estimated from these runs. inf when nothing is."""
+    total = sum(float(np.nanvar(reps)) for reps, _, _ in sides)
+    bottom = sum(min(b, float(np.nanvar(reps))) ** 2 / (m - 1) for reps, b, m in sides if m > 1)
+    return total**2 / bottom if bottom > 0 else math.inf
+
+
+def interval(
+    base: np.ndarray, cand: np.ndarray, confidence: float, df: float = math.inf
+) -> tuple[float, float]:
+    """Percentile interval of the replicate differences (replicates with an empty side dropped),
+    spread around their median by t(DF) / z.
+
+    Why: the bootstrap's spread over m repeats estimates the run-to-run variance from m values; a
+    percentile interval treats that estimate as exact, which is the normal interval's z where
+    Student's t belongs. With 3 runs a side (df ~ 4) the uncorrected 95 % interval held the true
+    difference in 88 % of A/A draws of real runs here (bench/bench_compare.py); t/z = 1.42 widens it
+    to what it says. From 10 runs a side the factor is under 1.07."""
     diffs = cand - base
     diffs = diffs[~np.isnan(diffs)]
     if not len(diffs):
         return math.nan, math.nan
+    q = 1 - (1 - confidence) / 2
+    diffs = stretched(diffs, t_quantile(q, df) / NormalDist().inv_cdf(q))
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(diffs, [tail, 100 - tail])
     return float(low), float(high)
@@ -253,11 +328,21 @@ def compare(
     base_boot = bootstrap(baseline, grid, metrics, replicates, rng)
     cand_boot = bootstrap(candidate, grid, metrics, replicates, rng)
     base_point, cand_point = point(baseline, grid, metrics), point(candidate, grid, metrics)
+    base_runs, cand_runs = per_run(baseline, grid, metrics), per_run(candidate, grid, metrics)
     out: dict[str, dict[str, Difference]] = {}
     for metric in metrics:
         out[metric] = {}
         for name in grid.names:
-            low, high = interval(base_boot[metric][name], cand_boot[metric][name], confidence)
+            b_reps, c_reps = base_boot[metric][name], cand_boot[metric][name]
+            df = welch_df(
+                [
+                    (b_reps, between_runs(base_runs[metric][name]), len(baseline.runs)),
+                    (c_reps, between_runs(cand_runs[metric][name]), len(candidate.runs)),
+                ]
+            )
+            low, high = interval(b_reps, c_reps, confidence, df)
             b, c = base_point[metric][name], cand_point[metric][name]
+            if math.isfinite(b):  # every metric is >= 0, so the difference is >= -baseline
+                low, high = max(low, -b), max(high, -b)
             out[metric][name] = Difference(b, c, c - b, low, high)
     return out
