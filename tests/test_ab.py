@@ -73,9 +73,17 @@ def test_a_a_reports_the_noise_floor_and_stores_the_calibration(albums_binary, t
 def test_a_b_ten_more_milliseconds_is_a_regression(albums_binary, tmp_path):
     # One run a side (the A/A test covers repeats): 10 ms is far above any noise.
     code, printed, root = ab(
-        tmp_path, albums_binary, A="ALBUMS_DELAY=2ms", B="ALBUMS_DELAY=12ms", REPEATS="1"
+        tmp_path,
+        albums_binary,
+        A="ALBUMS_DELAY=2ms",
+        B="ALBUMS_DELAY=12ms",
+        REPEATS="1",
+        COMPARE_ARGS="--metrics p50,throughput --min-effect 4",
     )
     assert code == 3, printed
+    options = json.loads((root / "compare" / "compare.json").read_text())["options"]
+    assert options["metrics"] == ["p50", "throughput"] and options["min_effect"] == 0.04, options
+    assert {metric for _, metric in verdicts(root)} == {"p50", "throughput"}
     p50 = verdicts(root)[("Aggregated", "p50")]
     # 10 ms more sleep measures as 10 ms or a little more (CI [10.1, 10.7] seen in CI): the CI
     # sits near +10 ms, far above the band.
@@ -116,6 +124,14 @@ def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
         (dict(REPEATS="0"), "REPEATS='0' must be at least 1"),
         (dict(RUN_TIME="5q"), "RUN_TIME='5q' is not a duration"),
         (dict(AB_ID="../up"), "AB_ID='../up' is not a folder name"),
+        (
+            dict(COMPARE_ARGS="--min-effect x"),
+            "COMPARE_ARGS='--min-effect x': argument --min-effect: invalid",
+        ),
+        (dict(COMPARE_ARGS="-o elsewhere"), "COMPARE_ARGS='-o elsewhere': -o is set by make ab"),
+        (dict(COMPARE_ARGS="--metrics p50"), "an A/A run's noise floor takes --min-effect"),
+        (dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", COMPARE_ARGS="--metrics p51"), "unknown p51"),
+        (dict(COMPARE_ARGS="'open"), 'COMPARE_ARGS="\'open": No closing quotation'),
     ],
 )
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):

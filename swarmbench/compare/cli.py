@@ -23,13 +23,15 @@ from .verdict import INCONCLUSIVE, MIN_EFFECT, REGRESSED
 PROG = "swarmbench compare"
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line and exit 2 (die), as every bad input here."""
+
     def error(self, message: str):  # type: ignore[override]
         die(f"{message} (see --help)", prog=PROG)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m swarmbench compare", description="Did it get slower? " + stats.METHOD + ".")
+    p = Parser(prog="python -m swarmbench compare", description="Did it get slower? " + stats.METHOD + ".")
     p.add_argument("baseline", nargs="?", type=Path, help="run folder or folder of repeats (BASELINE)")
     p.add_argument("candidate", nargs="?", type=Path, help="run folder or folder of repeats (CANDIDATE)")
     p.add_argument("-o", "--out", type=Path, help="output folder (default results/compare-<UTC time>)")
@@ -57,10 +59,7 @@ def options(args: argparse.Namespace) -> dict:
     bad = [m for m in metrics if m not in METRICS]
     if bad or not metrics:
         die(f"--metrics: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(METRICS)}", prog=PROG)
-    if not 0 < args.confidence < 100:
-        die(f"--confidence: {args.confidence:g} is not between 0 and 100", prog=PROG)
-    if not 0 <= args.min_effect < 100:
-        die(f"--min-effect: {args.min_effect:g} is not between 0 and 100", prog=PROG)
+    check_levels(args)
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     return {
         "metrics": metrics,
@@ -69,6 +68,35 @@ def options(args: argparse.Namespace) -> dict:
         "confidence": args.confidence / 100,
         "seed": args.seed,
     }
+
+
+def check_levels(args: argparse.Namespace) -> None:
+    if not 0 < args.confidence < 100:
+        die(f"--confidence: {args.confidence:g} is not between 0 and 100", prog=PROG)
+    if not 0 <= args.min_effect < 100:
+        die(f"--min-effect: {args.min_effect:g} is not between 0 and 100", prog=PROG)
+
+
+SET_BY_AB = {"baseline": "BASELINE", "candidate": "CANDIDATE", "out": "-o", "calibrate": "--calibrate"}
+"""What `make ab` gives the comparison itself: its COMPARE_ARGS may not (check_ab_args)."""
+
+
+def check_ab_args(words: list[str], aa: bool) -> None:
+    """`make ab`'s COMPARE_ARGS, checked before any run (one line, exit 2 when wrong): options of
+    `swarmbench compare` for A/B, of the noise floor (--min-effect, --confidence, --seed) for A/A."""
+    if aa:
+        from . import floor
+
+        args = floor.parser().parse_args(["A", "B", "-o", "\0", *words])
+        if str(args.out) != "\0":  # a later -o wins in argparse: the words gave one
+            die("-o is set by make ab, not by COMPARE_ARGS", prog=PROG)
+        check_levels(args)
+        return
+    args = parser().parse_args(words)
+    given = [name for name in SET_BY_AB if getattr(args, name) is not None]
+    if given:
+        die(f"{SET_BY_AB[given[0]]} is set by make ab, not by COMPARE_ARGS", prog=PROG)
+    options(args)
 
 
 def out_dir(chosen: Path | None, inputs: list[Path]) -> Path:

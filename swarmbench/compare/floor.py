@@ -115,17 +115,20 @@ def _pct(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.1%}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m swarmbench.compare.floor", description=__doc__.splitlines()[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    p = cli.Parser(prog="python -m swarmbench.compare.floor", description=__doc__.splitlines()[0])
     p.add_argument("a", type=Path, help="folder of the A runs")
     p.add_argument("b", type=Path, help="folder of the B runs (the same settings as A)")
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder")
     p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
     p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    cli.check_levels(args)
     min_effect, confidence = args.min_effect / 100, args.confidence / 100
     try:
         out = cli.out_dir(args.out, [args.a, args.b])

@@ -12,6 +12,7 @@
   the sweep's local processes (runner/points.py LocalRunner: the Go target built from target/, a
   master and WORKERS workers on 127.0.0.1).
 - Folders: results/<AB_ID or ab-<UTC time>>/{A,B}/<run folders>, the comparison in .../compare/.
+- COMPARE_ARGS: options for the comparison (`--min-effect 3 --metrics p50,p95`), checked first.
 - Exit code: the comparison's (3 regressed, 0 otherwise, 2 bad input); 1 when a run failed and
   nothing regressed; 130 on Ctrl-C. Bad settings: one line, exit 2, before anything runs.
 
@@ -73,6 +74,7 @@ class AbSettings:
     user_class: str
     local: bool
     aa: bool = field(default=False)
+    compare_args: tuple[str, ...] = ()
 
 
 def assignments(name: str, value: str) -> dict[str, str]:
@@ -131,7 +133,8 @@ def ab_settings(env: Mapping[str, str]) -> AbSettings:
     S.timespan_seconds("RUN_TIME", run_time)
     classes = S.user_classes("LOCUST_USER_CLASSES", env.get("LOCUST_USER_CLASSES") or S.DEFAULT_USER_CLASS)
     S.check_arrival(env)
-    compare.python()  # the comparison's interpreter exists, or fail now rather than after the runs
+    aa = a == b and hosts["A"] == hosts["B"]
+    words = compare_args(env.get("COMPARE_ARGS", ""), aa)
     return AbSettings(
         ab_id=ab_id,
         sides={"A": a, "B": b},
@@ -142,8 +145,40 @@ def ab_settings(env: Mapping[str, str]) -> AbSettings:
         workers=S.positive_int("WORKERS", env.get("WORKERS") or "1"),
         user_class=" ".join(classes),
         local=local,
-        aa=a == b and hosts["A"] == hosts["B"],
+        aa=aa,
+        compare_args=tuple(words),
     )
+
+
+def compare_args(value: str, aa: bool) -> list[str]:
+    """COMPARE_ARGS: options for the comparison after the runs (`--min-effect 3 --metrics p50,p95`;
+    for A/A the noise floor's --min-effect, --confidence, --seed), checked now by the comparison's
+    own parser in its interpreter, so a typo fails before the runs rather than after them."""
+    try:
+        words = shlex.split(value)
+    except ValueError as e:
+        raise UsageError(f"COMPARE_ARGS={value!r}: {e}") from None
+    interpreter = compare.python()  # exists, or fail now rather than after the runs
+    if not words:
+        return []
+    check = (
+        "import sys; from swarmbench.compare.cli import check_ab_args; "
+        "check_ab_args(sys.argv[2:], sys.argv[1] == 'aa')"
+    )
+    res = subprocess.run(
+        [interpreter, "-c", check, "aa" if aa else "ab", *words],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if res.returncode:
+        why = (res.stderr.strip().splitlines() or ["rejected"])[-1].removeprefix(
+            "swarmbench compare: error: "
+        )
+        if aa and "unrecognized" in why:
+            why += "; an A/A run's noise floor takes --min-effect, --confidence, --seed"
+        raise UsageError(f"COMPARE_ARGS={value!r}: {why}")
+    return words
 
 
 def schedule(repeats: int) -> list[SweepPoint]:
@@ -236,7 +271,11 @@ def compare_sides(s: AbSettings, root: Path) -> int:
     floor (swarmbench.compare.floor), A/B the verdicts (swarmbench.compare); its exit code."""
     module = "swarmbench.compare.floor" if s.aa else "swarmbench.compare"
     cmd = [compare.python(), "-m", module, str(root / "A"), str(root / "B"), "-o", str(root / "compare")]
+    cmd += s.compare_args
     print(
-        f"swarmbench ab: python -m {module} {display(root)}/A {display(root)}/B", file=sys.stderr, flush=True
+        f"swarmbench ab: python -m {module} {display(root)}/A {display(root)}/B",
+        *s.compare_args,
+        file=sys.stderr,
+        flush=True,
     )
     return subprocess.run(cmd, cwd=ROOT).returncode
