@@ -16,6 +16,8 @@ Who does what:
                   run's totals, and the folder gets locust_latency_hdr.csv/.json,
                   locust_latency_windows.csv and run.json's `latency`
     standalone    both roles in one process, without messages
+    --reset-stats at the end of the ramp-up each process drops what it holds, as Locust drops its
+                  stats (on_spawning_complete): the run's files hold what locust_stats.csv counts
     reset         (web UI "Reset stats") the master sends the new start: every generator counts
                   from it at once, and re-files what it had not shipped yet; a report that was on
                   its way says which start its windows count from (its "t0"), and the master re-files
@@ -103,6 +105,21 @@ class Latency:
         """(web UI) Stats reset: the previous folder was written (write()); the next counts anew."""
         if not isinstance(self.runner, WorkerRunner) and self.started:
             self._restart()
+
+    def on_spawning_complete(self, **_kw: Any) -> None:
+        """--reset-stats: Locust resets every runner's stats when that runner has spawned its users
+        (a worker: its own; the master: the merged ones, when every worker has said so). Each
+        process drops what it holds at the same instant, in the same event: a worker what it has
+        not reported yet, the master (or a standalone process) the run's windows. Reports carry
+        Locust's stats and the windows together, so the two lose the same requests and the
+        histograms still hold exactly what locust_stats.csv counts (run.json's latency.exact)."""
+        if not self.enabled or self.runner is None or not self.runner.environment.reset_stats:
+            return
+        self.recorder.clear()
+        if not isinstance(self.runner, WorkerRunner):
+            self.reset()
+            self._live = None
+            logger.info("exact latency: stats reset after the ramp-up (--reset-stats); windows start over")
 
     def _restart(self) -> None:
         run = self.plugin.run

@@ -25,7 +25,8 @@ Locust calls the listeners of one event in registration order, and the order mat
                               zero
     worker_connect            (master) a late worker gets the start's time too
     spawning_complete         open model: the pool is there, the schedule starts; event "users
-                              spawned" (health.py)
+                              spawned" (health.py); --reset-stats: exact latency drops what it
+                              holds, as Locust drops its stats
     report_to_master          (worker) piggyback the open model's counts, this process's CPU
                               seconds, CPU limit and loop lag, the latency windows and the pacing
                               sums on the stats report
@@ -117,7 +118,10 @@ class Swarmbench:
                 (om.on_test_start, self.on_test_start, lat.on_test_start, pace.on_test_start),
             ),
             (events.worker_connect, (lat.on_worker_connect,)),
-            (events.spawning_complete, (om.on_spawning_complete, self.on_spawning_complete)),
+            (
+                events.spawning_complete,
+                (om.on_spawning_complete, self.on_spawning_complete, lat.on_spawning_complete),
+            ),
             (
                 events.report_to_master,
                 (
