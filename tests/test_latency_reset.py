@@ -40,6 +40,7 @@ def test_histograms_hold_exactly_what_locust_counts_after_the_reset(reset_run):
     man = manifest(run_dir)
     locust = stats(run_dir)
     counted = int(locust[("", AGGREGATED)]["Request Count"])
+    assert man["reset_stats"] is True
     assert man["latency"]["exact"] is True and man["latency"]["requests"] == counted, man["latency"]
     # The ramp-up's requests reached the target but are in neither Locust's stats nor the files.
     assert man["target"]["album_requests"] > counted, (man["target"], counted)

@@ -47,6 +47,8 @@ OTHER: dict[str, Getter] = {
     "locust version": lambda m: m.locust_version,
     "run time": lambda m: m.run_time,
     "spawn rate": lambda m: m.spawn_rate,
+    # Only when on: runs from before the key and runs with it off both counted the ramp-up.
+    "reset stats": lambda m: "on" if m.reset_stats else None,
 }
 """Named, never refused: the system under test and how the load was generated."""
 

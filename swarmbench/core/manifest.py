@@ -63,6 +63,7 @@ class RunManifest(Record):
     run_time: float | None = None
     wait_time: str | None = None  # the --wait-time option (core/wait.py)
     stop_timeout: float | None = None
+    reset_stats: bool | None = None  # --reset-stats: stats and histograms start after the ramp-up
     mode: str | None = choice(MODES)
     workers_expected: int | None = count()
     workers_connected: int | None = count()

@@ -355,7 +355,7 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     if m.users is None:  # a step load records its peak users itself
         m.users = opts.num_users
     m.spawn_rate, m.run_time, m.wait_time = opts.spawn_rate, run.run_time, opts.wait_time
-    m.stop_timeout = env.stop_timeout
+    m.stop_timeout, m.reset_stats = env.stop_timeout, bool(env.reset_stats)
     m.mode = (PROCESSES if opts.processes else DISTRIBUTED) if is_master else LOCAL
     m.workers_expected = (run.health.expected or 0) if is_master else 0
     m.workers_connected = len(run.workers_loaded or run.workers_seen) if is_master else 0
