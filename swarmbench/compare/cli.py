@@ -117,8 +117,7 @@ def calibrate(folder: Path, seed: int) -> int:
         raise InputError(folder, "calibration needs at least two identical complete runs")
     g, side, _ = grid.build(runs, runs[:1], [grid.names(runs, runs, None).common[-1]])
     found = noise.calibrate(side, g, seed)
-    target = folder / noise.NOISE_JSON
-    target.write_text(json.dumps(noise.to_json(found, [r.path.name for r in runs]), indent=2) + "\n")
+    target = noise.write(folder, found, [r.path.name for r in runs])
     print(f"run-to-run noise of {len(runs)} runs -> {target}")
     print(", ".join(f"{m} {v:.1%}" for m, v in found.items()))
     return exits.OK

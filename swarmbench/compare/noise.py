@@ -89,3 +89,18 @@ def calibrate(side: Side, grid: Grid, seed: int = 0) -> dict[str, float]:
 
 def to_json(noise: dict[str, float], runs: list[str]) -> dict:
     return {"method": CALIBRATION_METHOD, "runs": runs, "noise": noise}
+
+
+def write(folder: Path, noise: dict[str, float], runs: list[str]) -> Path:
+    """FOLDER/compare-noise.json; one already there is never written over (InputError naming it),
+    unless it already says the same (calibrate is seeded: the same runs give the same file)."""
+    target = folder / NOISE_JSON
+    text = json.dumps(to_json(noise, runs), indent=2) + "\n"
+    if target.exists():
+        if read_text(target) == text:
+            return target
+        raise InputError(
+            target, "exists with another calibration (nothing is written over); remove it to recalibrate"
+        )
+    target.write_text(text)
+    return target
