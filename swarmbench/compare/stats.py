@@ -154,12 +154,17 @@ def point(side: Side, grid: Grid, metrics: list[str]) -> dict[str, dict[str, flo
     return {m: {name: float(v[0]) for name, v in values.items()} for m, values in found.items()}
 
 
+def run_offsets(lengths: list[int]) -> np.ndarray:
+    """Where each run's windows begin in a side's rows (Side.merged: runs one after another)."""
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+
+
 def resample(side: Side, replicates: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Weights (replicates x windows) of a two-stage bootstrap: draw as many runs as the side has,
     with replacement; in each drawn run, circular blocks of block_length() consecutive windows up to
     the run's length. Also each replicate's window count (runs differ in length)."""
     lengths = [r.windows for r in side.runs]
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    offsets = run_offsets(lengths)
     total = int(sum(lengths))
     counts = np.zeros(replicates * total, dtype=np.int64)
     windows = np.zeros(replicates)
@@ -265,7 +270,7 @@ def per_run(side: Side, grid: Grid, metrics: list[str]) -> dict[str, dict[str, n
     """{metric: {name: one value per run}}: each run's own point estimate (rows of 0/1 weights)."""
     lengths = [r.windows for r in side.runs]
     weights = np.zeros((len(lengths), sum(lengths)))
-    for i, start in enumerate(np.concatenate([[0], np.cumsum(lengths)[:-1]])):
+    for i, start in enumerate(run_offsets(lengths)):
         weights[i, start : start + lengths[i]] = 1.0
     return statistics(weights, side, grid, metrics, np.array(lengths, dtype=float))
 
@@ -286,9 +291,9 @@ def welch_df(sides: list[tuple[np.ndarray, float, int]]) -> float:
     side when runs differ more than their windows do (the usual case on a shared machine), large
     when runs agree and the windows carry the noise. A side of one run adds none: its run-to-run
     spread is the calibrated noise term, not estimated from these runs. inf when nothing is."""
-    total = sum(float(np.nanvar(reps)) for reps, _, _ in sides)
-    bottom = sum(min(b, float(np.nanvar(reps))) ** 2 / (m - 1) for reps, b, m in sides if m > 1)
-    return total**2 / bottom if bottom > 0 else math.inf
+    spread = [(float(np.nanvar(reps)), b, m) for reps, b, m in sides]
+    bottom = sum(min(b, v) ** 2 / (m - 1) for v, b, m in spread if m > 1)
+    return sum(v for v, _, _ in spread) ** 2 / bottom if bottom > 0 else math.inf
 
 
 def interval(

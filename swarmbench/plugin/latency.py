@@ -118,7 +118,6 @@ class Latency:
         self.recorder.clear()
         if not isinstance(self.runner, WorkerRunner):
             self.reset()
-            self._live = None
             logger.info("exact latency: stats reset after the ramp-up (--reset-stats); windows start over")
 
     def _restart(self) -> None:
@@ -243,7 +242,9 @@ class Latency:
         self.reset()
 
     def reset(self) -> None:
-        self.windows, self.timeline, self._totals = Windows(), Timeline(), None
+        """A new set of windows; the live tab's cache goes with the old one (it is keyed by the
+        Windows object's id, which a new object may reuse)."""
+        self.windows, self.timeline, self._totals, self._live = Windows(), Timeline(), None, None
 
 
 def switched_on(opts: Any, is_worker: bool) -> bool:
