@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import Target, run_module
+from conftest import ROOT, Target, run_module
 
 from swarmbench.runner.ab import schedule
 
@@ -132,6 +136,10 @@ def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
         (dict(COMPARE_ARGS="--metrics p50"), "an A/A run's noise floor takes --min-effect"),
         (dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", COMPARE_ARGS="--metrics p51"), "unknown p51"),
         (dict(COMPARE_ARGS="'open"), 'COMPARE_ARGS="\'open": No closing quotation'),
+        (
+            dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", COMPARE_ARGS="--noise no-such-noise.json"),
+            "COMPARE_ARGS='--noise no-such-noise.json': --noise: no-such-noise.json:",
+        ),
     ],
 )
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):
@@ -144,5 +152,57 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected
 def test_an_existing_folder_is_never_overwritten(tmp_path):
     (tmp_path / "ab").mkdir()
     code, printed, _ = ab(tmp_path, None, timeout=30)
-    assert code == 2 and "exists; choose another AB_ID" in printed, printed
+    assert code == 2 and "exists and holds no ab.json to resume; choose another AB_ID" in printed, printed
     assert list((tmp_path / "ab").iterdir()) == []
+
+
+def test_interrupt_keeps_finished_runs_and_the_same_ab_id_resumes(albums_binary, tmp_path):
+    settings = dict(A="ALBUMS_DELAY=2ms", B="ALBUMS_DELAY=12ms", RUN_TIME="4s")
+    env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(tmp_path), "AB_ID": "ab", **settings}
+    env["SWARMBENCH_TARGET_BIN"] = str(albums_binary)
+    root = tmp_path / "ab"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swarmbench", "ab"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:  # Ctrl-C during b1: once a1 is recorded done and b1 has its folder
+        deadline = time.monotonic() + 90
+        while not ((root / "B" / "b1").exists() and _state(root).get("counts", {}).get("done") == 1):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail("b1 never started")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Resume: the same settings and AB_ID=ab" in err, err
+    state = _state(root)
+    assert state["state"] == "interrupted", state
+    assert [(p["id"], p["status"]) for p in state["points"]] == [("a1", "done"), ("b1", "interrupted")]
+    assert not (root / "B" / "b1").exists() and (root / "B" / ".aborted" / "b1-1").is_dir()
+    assert not (root / "compare").exists()
+    a1 = (root / "A" / "a1" / "run.json").stat().st_mtime_ns
+
+    other = run_module("swarmbench", "ab", env={**env, "B": "ALBUMS_DELAY=13ms"}, timeout=30)
+    lines = (other.stdout + other.stderr).strip().splitlines()
+    assert other.returncode == 2 and len(lines) == 1, lines
+    assert "holds an A/B run with other settings (sides differ)" in lines[0], lines
+
+    res = run_module("swarmbench", "ab", env=env, timeout=180)
+    assert res.returncode == 3, res.stderr[-3000:]
+    assert "1 of 2 runs" in res.stderr, res.stderr
+    assert (root / "A" / "a1" / "run.json").stat().st_mtime_ns == a1, "a finished run was rerun"
+    assert _state(root)["state"] == "complete"
+    assert verdicts(root)[("Aggregated", "p50")]["verdict"] == "regressed"
+
+    again = run_module("swarmbench", "ab", env=env, timeout=120)  # nothing to run: compare again
+    assert again.returncode == 3 and "all 2 runs already done" in again.stderr, again.stderr[-3000:]
+    assert (root / "compare-2" / "compare.json").is_file()  # the first comparison is kept
+
+
+def _state(root: Path) -> dict:
+    try:
+        return json.loads((root / "ab.json").read_text())
+    except (OSError, ValueError):  # not written yet, or being replaced
+        return {}

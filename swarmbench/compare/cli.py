@@ -97,6 +97,11 @@ def check_ab_args(words: list[str], aa: bool) -> None:
     if given:
         die(f"{SET_BY_AB[given[0]]} is set by make ab, not by COMPARE_ARGS", prog=PROG)
     options(args)
+    if args.noise is not None:  # a missing or malformed file would fail only after the runs
+        try:
+            noise.read(args.noise)
+        except InputError as e:
+            die(f"--noise: {e}", prog=PROG)
 
 
 def out_dir(chosen: Path | None, inputs: list[Path]) -> Path:

@@ -42,6 +42,9 @@ RUN_FILES = (STATS_CSV, HISTORY_CSV, FAILURES_CSV, EXCEPTIONS_CSV, REPORT_HTML, 
 # --- results/<sweep-id>/ ---
 SWEEP_JSON = "sweep.json"
 """A sweep's settings and every point's status (see sweepstate.py)."""
+AB_JSON = "ab.json"
+"""`make ab`'s settings and every run's status, the same record as sweep.json: what a rerun with
+the same AB_ID resumes from."""
 REPORT_DIR = "report"
 """The sweep's `python -m analysis report` output, inside the sweep folder."""
 ABORTED_DIR = ".aborted"

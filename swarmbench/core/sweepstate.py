@@ -8,6 +8,7 @@ missing row with its reason instead of a silent gap.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,9 +89,10 @@ class SweepState:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("path", "points")}
         return {**out, "counts": self.counts(), "points": self.points}
 
-    def write(self, sweep_dir: Path) -> None:
+    def write(self, sweep_dir: Path, name: str = SWEEP_JSON) -> None:
+        """Into SWEEP_DIR/NAME (`make ab` keeps the same record as ab.json), atomically."""
         self.updated_at = utc_iso(datetime.now(UTC), "seconds")
-        write_json_atomic(sweep_dir / SWEEP_JSON, self.to_json())
+        write_json_atomic(sweep_dir / name, self.to_json())
 
     @classmethod
     def from_points(cls, sweep_id: str, settings: dict, points: list[SweepPoint], **kw: Any) -> SweepState:
@@ -115,7 +117,27 @@ class SweepState:
                 **{k: data[k] for k in known if k in data},
             )
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise InputError(path, f"unreadable sweep.json ({e})") from None
+            raise InputError(path, f"unreadable {path.name} ({e})") from None
+
+
+def take_recorded(
+    path: Path, identity: dict[str, Any], points: list[SweepPoint], run_json: Callable[[SweepPoint], Path]
+) -> list[str]:
+    """Resume from the record at PATH (sweep.json, or `make ab`'s ab.json): each planned point takes
+    its recorded outcome, and one recorded done whose RUN_JSON(point) is gone is pending again.
+    Returns the settings that differ from IDENTITY (then nothing is taken); InputError when PATH is
+    unreadable."""
+    state = SweepState.read(path)
+    keys = [*identity, *(k for k in state.settings if k not in identity)]  # a key on one side differs too
+    diff = [k for k in keys if state.settings.get(k) != identity.get(k)]
+    if diff:
+        return diff
+    by_id = {p.get("id"): p for p in state.points}
+    for p in points:
+        p.take_outcome(by_id.get(p.id, {}))
+        if p.status == "done" and not run_json(p).is_file():
+            p.status, p.reason = "pending", "its run folder is gone"
+    return []
 
 
 def find_sweeps(paths: list[str | Path], warn) -> list[SweepState]:

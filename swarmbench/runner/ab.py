@@ -11,7 +11,10 @@
 - Compose by default (each run `python -m swarmbench headless`, `--staging` for hosts); LOCAL=1 runs
   the sweep's local processes (runner/points.py LocalRunner: the Go target built from target/, a
   master and WORKERS workers on 127.0.0.1).
-- Folders: results/<AB_ID or ab-<UTC time>>/{A,B}/<run folders>, the comparison in .../compare/.
+- Folders: results/<AB_ID or ab-<UTC time>>/{A,B}/<run folders>, the comparison in .../compare/,
+  ab.json (the settings and every run's status, the sweep's record) beside them.
+- Resume: rerunning with the same AB_ID and settings runs only what is not done, then compares
+  (into compare-2/, ... when a comparison is there already); other settings are refused.
 - COMPARE_ARGS: options for the comparison (`--min-effect 3 --metrics p50,p95`), checked first.
 - Exit code: the comparison's (3 regressed, 0 otherwise, 2 bad input); 1 when a run failed and
   nothing regressed; 130 on Ctrl-C. Bad settings: one line, exit 2, before anything runs.
@@ -26,15 +29,16 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmbench.core import exits
-from swarmbench.core.errors import UsageError
+from swarmbench.core.errors import InputError, UsageError
 from swarmbench.core.experiment import STORES, STRONG
-from swarmbench.core.folder import LOGS_DIR, is_folder_name
-from swarmbench.core.sweepstate import SweepPoint
+from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, is_folder_name
+from swarmbench.core.gitinfo import git_commit
+from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 
 from . import compare
 from . import settings as S
@@ -125,9 +129,11 @@ def ab_settings(env: Mapping[str, str]) -> AbSettings:
     ab_id = env.get("AB_ID") or f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     if not is_folder_name(ab_id):
         raise UsageError(f"AB_ID={ab_id!r} is not a folder name (letters, digits, . _ + -)")
-    if (results_dir(env) / ab_id).exists():
+    root = results_dir(env) / ab_id
+    if root.exists() and not (root / AB_JSON).is_file():
         raise UsageError(
-            f"{display(results_dir(env) / ab_id)} exists; choose another AB_ID (nothing is overwritten)"
+            f"{display(root)} exists and holds no {AB_JSON} to resume; choose another AB_ID "
+            "(nothing is overwritten)"
         )
     run_time = env.get("RUN_TIME") or env.get("LOCUST_RUN_TIME") or AB_RUN_TIME
     S.timespan_seconds("RUN_TIME", run_time)
@@ -181,6 +187,46 @@ def compare_args(value: str, aa: bool) -> list[str]:
     return words
 
 
+def identity(s: AbSettings, env: Mapping[str, str]) -> dict:
+    """What must match for a rerun to resume an A/B run: both sides, the load (every LOCUST_*
+    setting, which compare would refuse to differ) and the runs' shape. How it runs (LOCAL) and
+    COMPARE_ARGS may change: they do not change what a run measures, or only the comparison."""
+    d = {k: v for k, v in asdict(s).items() if k not in ("ab_id", "local", "compare_args")}
+    d["load"] = {k: v for k, v in sorted(env.items()) if k.startswith(LOAD_PREFIX)}
+    return d
+
+
+def load_points(root: Path, s: AbSettings, env: Mapping[str, str]) -> list[SweepPoint]:
+    """schedule(), with each run's recorded outcome when ROOT holds ab.json (a resume); a run
+    recorded done whose folder is gone runs again. UsageError when the settings differ."""
+    points = schedule(s.repeats)
+    path = root / AB_JSON
+    if not path.is_file():
+        return points
+    try:
+        diff = take_recorded(
+            path, identity(s, env), points, lambda p: root / p.id[0].upper() / p.id / MANIFEST
+        )
+    except InputError as e:
+        raise UsageError(f"{e}; move it away or choose another AB_ID") from None
+    if diff:
+        raise UsageError(
+            f"{display(root)} holds an A/B run with other settings ({', '.join(diff)} differ); "
+            "rerun with the same settings to resume, or choose another AB_ID"
+        )
+    return points
+
+
+def save_points(
+    root: Path, s: AbSettings, env: Mapping[str, str], points: list[SweepPoint], state: str
+) -> None:
+    """ab.json, rewritten atomically (the sweep's record: state, each run's status)."""
+    runner = "local" if s.local else "compose"
+    SweepState.from_points(
+        s.ab_id, identity(s, env), points, state=state, runner=runner, git_commit=git_commit(ROOT)
+    ).write(root, AB_JSON)
+
+
 def schedule(repeats: int) -> list[SweepPoint]:
     """The runs in order: A B B A ..., REPEATS per side; ids a1, b1, b2, a2, ..."""
     seen = dict.fromkeys(SIDES, 0)
@@ -219,46 +265,66 @@ def run_ab(environ: Mapping[str, str]) -> int:
     s = ab_settings(environ)
     env = dict(environ)
     root = results_dir(env) / s.ab_id
-    runner = point_runner(s, root, env)
-    runner.setup()
-    try:
-        failed, interrupted = run_all(s, runner, root, env)
-    finally:
-        runner.cleanup()
-    if interrupted:
-        print(f"swarmbench ab: interrupted; the finished runs are in {display(root)}/", file=sys.stderr)
-        return exits.INTERRUPTED_SIGINT
+    points = load_points(root, s, env)
+    if any(p.status != "done" for p in points):
+        runner = point_runner(s, root, env)
+        runner.setup()
+        try:
+            interrupted = run_all(s, runner, root, env, points)
+        finally:
+            runner.cleanup()
+        if interrupted:
+            done = sum(p.status == "done" for p in points)
+            print(
+                f"swarmbench ab: interrupted; {done} of {len(points)} runs kept in {display(root)}/. "
+                f"Resume: the same settings and AB_ID={s.ab_id}",
+                file=sys.stderr,
+            )
+            return exits.INTERRUPTED_SIGINT
+    else:
+        print(f"swarmbench ab: {s.ab_id}: all {len(points)} runs already done; comparing", file=sys.stderr)
     code = compare_sides(s, root)
+    failed = [p.id for p in points if p.status != "done"]
     return code if code or not failed else exits.REQUESTS_FAILED
 
 
-def run_all(s: AbSettings, runner: PointRunner, root: Path, env: dict[str, str]) -> tuple[list[str], bool]:
-    """Every run in schedule() order (the sweep's run_point: its log, timeout, Ctrl-C and folder
-    rules); the ids of the failed ones, and whether the user interrupted."""
+def run_all(
+    s: AbSettings, runner: PointRunner, root: Path, env: dict[str, str], points: list[SweepPoint]
+) -> bool:
+    """Every run not done yet, in schedule() order (the sweep's run_point: its log, timeout, Ctrl-C
+    and folder rules: a folder left by an earlier attempt is moved aside first), ab.json rewritten
+    after each; whether the user interrupted."""
     from .sweep import run_point  # the sweep's point loop, one run at a time
 
     logs = root / LOGS_DIR
-    logs.mkdir(parents=True)
-    points = schedule(s.repeats)
+    logs.mkdir(parents=True, exist_ok=True)
     for p in points:
         p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
+    todo = [p for p in points if p.status != "done"]
     what = "A/A (noise floor)" if s.aa else f"A {describe(s, 'A')} vs B {describe(s, 'B')}"
-    print(f"swarmbench ab: {what}, {len(points)} runs of {s.run_time} -> {display(root)}/", file=sys.stderr)
-    progress = Progress(len(points), S.timespan_seconds("RUN_TIME", s.run_time))
-    failed = []
-    for i, p in enumerate(points, 1):
-        side = p.id[0].upper()
-        runner.env, runner.sweep_dir = side_env(s, env, side), root / side
-        (root / side).mkdir(exist_ok=True)
-        try:
-            if run_point(runner, runner.s, root / side, p, logs, progress, i, len(points) - i):
-                return failed, True
-        except KeyboardInterrupt:
-            return failed, True
-        if p.status != "done":
-            print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
-            failed.append(p.id)
-    return failed, False
+    left = f"{len(todo)} of {len(points)}" if len(todo) < len(points) else f"{len(points)}"
+    print(f"swarmbench ab: {what}, {left} runs of {s.run_time} -> {display(root)}/", file=sys.stderr)
+    progress = Progress(len(todo), S.timespan_seconds("RUN_TIME", s.run_time))
+    interrupted = False
+    try:
+        for i, p in enumerate(todo, 1):
+            side = p.id[0].upper()
+            runner.env, runner.sweep_dir = side_env(s, env, side), root / side
+            (root / side).mkdir(exist_ok=True)
+            if run_point(runner, runner.s, root / side, p, logs, progress, i, len(todo) - i):
+                interrupted = True
+                break
+            if p.status != "done":
+                print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+            save_points(root, s, env, points, "running")
+    except KeyboardInterrupt:  # between two runs: nothing is running
+        interrupted = True
+    finally:
+        complete = all(p.status == "done" for p in points)
+        save_points(
+            root, s, env, points, "interrupted" if interrupted else "complete" if complete else "incomplete"
+        )
+    return interrupted
 
 
 def describe(s: AbSettings, side: str) -> str:
@@ -270,7 +336,8 @@ def compare_sides(s: AbSettings, root: Path) -> int:
     """The comparison of root/A and root/B into root/compare/, in the venv: A/A reports the noise
     floor (swarmbench.compare.floor), A/B the verdicts (swarmbench.compare); its exit code."""
     module = "swarmbench.compare.floor" if s.aa else "swarmbench.compare"
-    cmd = [compare.python(), "-m", module, str(root / "A"), str(root / "B"), "-o", str(root / "compare")]
+    out = compare_dir(root)
+    cmd = [compare.python(), "-m", module, str(root / "A"), str(root / "B"), "-o", str(out)]
     cmd += s.compare_args
     print(
         f"swarmbench ab: python -m {module} {display(root)}/A {display(root)}/B",
@@ -279,3 +346,13 @@ def compare_sides(s: AbSettings, root: Path) -> int:
         flush=True,
     )
     return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+def compare_dir(root: Path) -> Path:
+    """ROOT/compare, or compare-2, -3, ... when a resumed or repeated A/B run already has one (a
+    comparison is never written over)."""
+    out, n = root / "compare", 1
+    while out.exists():
+        n += 1
+        out = root / f"compare-{n}"
+    return out

@@ -19,7 +19,7 @@ from swarmbench.core.experiment import MIXES, POST_HEAVY, READ_HEAVY, STORES, ST
 from swarmbench.core.folder import MANIFEST, SWEEP_JSON, is_folder_name
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.launch import DEFAULT_LOCUSTFILE
-from swarmbench.core.sweepstate import SweepPoint, SweepState
+from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.core.wait import parse_wait_time
 
 from . import settings as S
@@ -250,20 +250,14 @@ def load_state(sweep_dir: Path, s: SweepSettings) -> list[Point]:
     if not path.exists():
         return points
     try:
-        state = SweepState.read(path)
+        diff = take_recorded(path, s.identity(), points, lambda p: sweep_dir / p.id / MANIFEST)
     except InputError as e:
         raise UsageError(f"{e}; move it away or choose another SWEEP_ID") from None
-    if state.settings != s.identity():
-        diff = [k for k in s.identity() if state.settings.get(k) != s.identity()[k]]
+    if diff:
         raise UsageError(
             f"sweep {s.sweep_id!r} exists with other settings ({', '.join(diff)} differ); "
             "rerun with the same settings to resume, or choose another SWEEP_ID"
         )
-    by_id = {p.get("id"): p for p in state.points}
-    for p in points:
-        p.take_outcome(by_id.get(p.id, {}))
-        if p.status == "done" and not (sweep_dir / p.id / MANIFEST).is_file():
-            p.status, p.reason = "pending", "its run folder is gone"
     return points
 
 
