@@ -100,6 +100,14 @@ class DockerShim:
 
 
 @pytest.fixture
+def staging_net(docker_compose):
+    """A Docker network for 'staging hosts' the test starts on it (tests/_staging.py)."""
+    from _staging import staging_network
+
+    yield from staging_network()
+
+
+@pytest.fixture
 def docker_shim(tmp_path: Path) -> DockerShim:
     shim = DockerShim(tmp_path / "docker-shim")
     env = {**os.environ, "PATH": shim.path}
