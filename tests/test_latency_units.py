@@ -10,6 +10,7 @@ import csv
 import json
 import random
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,18 @@ from swarmbench.analysis.thresholds import evaluate_folder, exact_book
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED, parse_checks
 from swarmbench.core.errors import InputError
-from swarmbench.hdr import LatencyBook, exact_value, new_histogram, to_us
-from swarmbench.hdr_windows import WINDOW_COLUMNS, Windows
+from swarmbench.hdr import (
+    HIGHEST_US,
+    LatencyBook,
+    add_counts,
+    bucket_us,
+    clamped,
+    clear,
+    exact_value,
+    new_histogram,
+    to_us,
+)
+from swarmbench.hdr_windows import WINDOW_COLUMNS, Windows, window_of
 from swarmbench.plugin.hdr import Recorder
 
 EXAMPLES = sorted(p.parent for p in ROOT.glob("results/examples/*/run.json"))
@@ -64,6 +75,89 @@ def test_two_workers_windows_merge_into_the_histograms_of_all_samples(monkeypatc
     assert master.totals().rows() == book.rows()
     failures = sum(master.failures.values())
     assert failures == sum(s[4] for s in samples) > 0
+
+
+EDGES = [0, 1, 2, 1023, 1024, 2047, 2048, 2049, 2050, 4095, 4096, 4097, 123_456, HIGHEST_US - 1, HIGHEST_US,
+         HIGHEST_US + 1, 2 * HIGHEST_US, 10**12]  # fmt: skip
+"""Microseconds at the edges: below the range, exact buckets, the first 2, 4 µs wide, the top."""
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_add_counts_and_bucket_us_record_exactly_what_hdrh_records(seed):
+    """add_counts does hdrh's index arithmetic inline and bucket_us moves a value to its bucket's
+    lowest: both must give the very histogram record_value(clamped(us)) gives, count for count."""
+    rng = random.Random(seed)
+    values = EDGES + [int(rng.lognormvariate(8, 3)) for _ in range(3_000)]
+    hdrh_own, inline, bucketed = new_histogram(), new_histogram(), new_histogram()
+    for us in values:
+        hdrh_own.record_value(clamped(us))
+    add_counts(inline, Counter(values))
+    add_counts(bucketed, Counter(bucket_us(us / 1000) for us in values))
+    for got in (inline, bucketed):
+        assert list(got.counts) == list(hdrh_own.counts)
+        assert got.total_count == hdrh_own.total_count == len(values)
+        assert got.encode() == hdrh_own.encode()
+    assert (inline.min_value, inline.max_value) == (hdrh_own.min_value, hdrh_own.max_value)
+    assert bucketed.get_max_value() == hdrh_own.get_max_value()  # what a max is reported as
+    assert bucketed.get_min_value() == hdrh_own.get_min_value()
+
+
+def test_the_closed_models_one_call_records_what_record_records():
+    """Recorder.record_closed (window_of and bucket_us inline: every closed-loop request's path)
+    ships the same windows, counts and failures as record() after window_of()."""
+    rng = random.Random(3)
+    samples = [(rng.uniform(-2, 14), *rng.choice(NAMES), rng.lognormvariate(3, 1.5), rng.random() < 0.1)
+               for _ in range(5_000)]  # fmt: skip
+    one, other = Recorder(), Recorder()
+    for since, request_type, name, ms, failed in samples:
+        one.record(window_of(since), request_type, name, ms, failed)
+        other.record_closed(since, request_type, name, ms, failed)
+    shipped = one.take()
+    assert other.take() == shipped and len(shipped[0]) > 12 * len(set(NAMES)) - 1
+
+
+def test_a_cleared_histogram_is_a_new_one():
+    """hdr.clear (one memset, the Recorder's scratch histogram between entries) leaves what
+    new_histogram() makes: the same fields, and the same encoding after the same samples."""
+    rng = random.Random(4)
+    used = new_histogram()
+    add_counts(used, Counter(int(rng.lognormvariate(9, 2)) for _ in range(2_000)))
+    fresh = new_histogram()
+    assert used.encode() != fresh.encode()
+    clear(used)
+    fields = ("total_count", "min_value", "max_value", "start_time_stamp_msec", "end_time_stamp_msec")
+    assert [getattr(used, f) for f in fields] == [getattr(fresh, f) for f in fields]
+    assert not any(used.counts) and used.encode() == fresh.encode()
+    again = Counter(EDGES)
+    add_counts(used, again)
+    add_counts(fresh, again)
+    assert used.encode() == fresh.encode() and list(used.counts) == list(fresh.counts)
+
+
+def test_a_recorder_that_never_reports_holds_at_most_flush_at_samples_and_one_window(monkeypatch):
+    """A standalone run reports once, at its end: the buffers are flushed into encoded entries
+    whenever FLUSH_AT samples are held, checked at each window's first request of a name."""
+    monkeypatch.setattr(Recorder, "FLUSH_AT", 300)
+    recorder, per_window = Recorder(), 40
+    held = []
+    for window in range(30):
+        for request_type, name in NAMES:
+            for i in range(per_window):
+                recorder.record_closed(window + i / per_window, request_type, name, 5 + i, False)
+                held.append(sum(len(b.service) for b in recorder.buffers.values()))
+    assert max(held) <= 300 + per_window and recorder.shipped  # flushed on the way, nothing lost
+    windows = Windows()
+    windows.merge(recorder.take()[0])
+    windows.seal_all()
+    counted = sum(h.total_count for w in range(30) for h in windows.decoded(w).values())
+    assert counted == 30 * len(NAMES) * per_window
+
+
+def test_bucket_us_keeps_exact_values_exact_and_lands_in_the_same_bucket():
+    hist = new_histogram()
+    for us in EDGES[:-3] + list(range(0, 70_000, 7)):
+        got = bucket_us(us / 1000)
+        assert got == us if us < 2048 else hist.get_lowest_equivalent_value(us) == got <= us, (us, got)
 
 
 def test_window_file_round_trips_and_its_counts_add_up(tmp_path):

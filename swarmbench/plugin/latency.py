@@ -151,17 +151,28 @@ class Latency:
         request_type: str,
         name: str,
         response_time: float | None,
-        start_time: float | None = None,
+        response_length: int = 0,
+        response: Any = None,
+        context: Any = None,
         exception: BaseException | None = None,
+        start_time: float | None = None,
+        url: str | None = None,
         **_kw: Any,
     ) -> None:
         """One request, filed under the window it ENDED in (start + response time: a task that
         reads the body in `catch_response` fires the event later). A request without a response
-        time has no latency (Locust counts it in no percentile either)."""
+        time has no latency (Locust counts it in no percentile either). Every keyword Locust's
+        request event passes is named, unused or not: an argument that lands in **_kw costs a dict
+        on every request (0.5 vs 0.27 µs a call here)."""
         if response_time is None:
             return
         end = start_time + response_time / 1000 if start_time else time.time()
-        intended = self.intended(start_time, response_time) if self.intended is not None else None
+        if self.intended is None:  # the closed model: one call (the hot path of every such run)
+            self.recorder.record_closed(
+                end - self.t0, request_type, name, response_time, exception is not None
+            )
+            return
+        intended = self.intended(start_time, response_time)
         window = window_of(end - self.t0)
         self.recorder.record(window, request_type, name, response_time, exception is not None, intended)
 
