@@ -184,14 +184,17 @@ design as the default, so each ratio holds within one cycle per user."""
 
 
 def _wait(user) -> float:
-    """Pacing from --wait-time / LOCUST_WAIT_TIME (swarmbench.core.wait), read per wait so a
-    value changed in the web UI applies to the next test."""
-    return wait_function(user.environment.parsed_options.wait_time)(user)
+    """Pacing from --wait-time / LOCUST_WAIT_TIME (swarmbench.core.wait), as the user read it when
+    it started (_start): a test started from the web UI with another value spawns new users."""
+    return user.wait_for(user)
 
 
 def _start(user) -> None:
     user.seen_ids = []
     user.artist = type(user).__name__  # lets a person tell the two clients' albums apart
+    # Looked up once per user, not per wait: options, then the parsed-spec cache, was a microsecond
+    # a request of the scenario's own cost (bench/bench_latency.py albums).
+    user.wait_for = wait_function(user.environment.parsed_options.wait_time)
 
 
 class AlbumsHttpUser(HttpUser):
