@@ -1,16 +1,20 @@
 """Benchmark of `swarmbench compare` (issue 19's goals). Prints figures; asserts nothing.
 
-    python bench/bench_compare.py [--pool DIR] [--trials 200] [--skip-timing]
+    python bench/bench_compare.py [--pool DIR] [--calibration-pool DIR] [--trials 200] [--skip-timing]
 
 1. Power and false alarms on REAL windows. A pool of identical real runs (an A/A `make ab` folder,
-   or recorded now: LOCAL=1, 4 + 4 interleaved runs of 20 s, AlbumsHttpUser, 8 users, constant
-   0.02 s wait, ALBUMS_DELAY=10ms -- the settings DEFAULT_NOISE was measured with). A trial draws
+   or recorded now: LOCAL=1, 6 + 6 interleaved runs of 20 s, AlbumsFastHttpUser (`make ab`'s
+   class), 8 users, constant 0.02 s wait, ALBUMS_DELAY=10ms: the load DEFAULT_NOISE was measured
+   with; --user-class AlbumsHttpUser for the noisier client). A trial draws
    3 runs for A and 3 other runs for B from the pool (so both sides carry the real run-to-run and
    window-to-window noise of this machine); for the shift, every latency of B is scaled by 1.10 (each
    recorded bucket moved to the HDR bucket of 1.1 x its value: p95 shifts by 10 % up to the grid's
-   0.1 %). Counted: how often Aggregated p95 is called `regressed`, with and without the shift.
+   0.1 %). Counted: how often Aggregated p95 is called `regressed`, with and without the shift;
+   then the same trials with an A/A calibration both sides pool with (stats.pooled): of the runs
+   the trial did not draw, or of --calibration-pool (identical runs recorded at another time, as a
+   user calibrates once and compares later).
    Why resample runs: the runs ARE this machine's noise, nothing is modelled; the limit is the pool
-   (8 runs give C(8,3) x C(5,3) = 560 splits, so trials overlap and the rates are rough).
+   (12 runs give C(12,3) x C(9,3) = 18,480 splits; 8 runs only 560, and the rates were rough).
 2. The same on SYNTHETIC runs calibrated to the measured noise: windows as tests/test_compare_stats.py
    makes them (lognormal latencies, AR(1) window factors), each run's latencies times exp(N(0, s)),
    s the pool's calibrated p95 run-to-run noise, and also quieter machines (s = 2 %, 5 %): it shows
@@ -49,7 +53,7 @@ SHIFT = 1.10
 PER_SIDE = 3
 POOL_SETTINGS = {
     "LOCAL": "1",
-    "REPEATS": "4",
+    "REPEATS": "6",
     "RUN_TIME": "20s",
     "LOCUST_USERS": "8",
     "LOCUST_WAIT_TIME": "constant 0.02",
@@ -57,9 +61,12 @@ POOL_SETTINGS = {
 }
 
 
-def record_pool(where: Path) -> Path:
+def record_pool(where: Path, user_class: str) -> Path:
     env = {**os.environ, **POOL_SETTINGS, "SWARMBENCH_RESULTS": str(where), "AB_ID": "pool"}
-    print("recording the pool: python -m swarmbench ab (A/A, 4 + 4 runs of 20 s) ...", flush=True)
+    env["LOCUST_USER_CLASSES"] = user_class
+    print(
+        f"recording the pool: python -m swarmbench ab (A/A, 6 + 6 runs of 20 s, {user_class}) ...", flush=True
+    )
     subprocess.run([sys.executable, "-m", "swarmbench", "ab"], env=env, cwd=ROOT, check=True)
     return where / "pool"
 
@@ -82,31 +89,47 @@ def shifted(run, factor: float):
     return out
 
 
-def p95_difference(a, b, seed: int):
+def p95_difference(a, b, seed: int, calibration: list | None = None):
+    """Aggregated p95 of B against A; CALIBRATION: other identical runs whose A/A calibration (as
+    `make ab` with B = A writes it) both sides pool with (stats.pooled)."""
     g, sa, sb = grid.build(a, b, [AGGREGATED])
+    if calibration:
+        gc, cal, _ = grid.build(calibration, calibration[:1], [AGGREGATED])
+        level = noise.calibrate(cal, gc, seed)
+        for side in (sa, sb):
+            side.noise, side.noise_runs = level, len(calibration)
     return stats.compare(sa, sb, g, ["p95"], 0.95, seed)["p95"][AGGREGATED]
 
 
-def p95_verdict(a, b, seed: int) -> str:
-    return verdict("p95", p95_difference(a, b, seed), MIN_EFFECT)
-
-
-def real_trials(runs, trials: int) -> None:
+def real_trials(runs, trials: int, calibration: list | None = None) -> None:
+    """CALIBRATION: identical runs recorded apart from RUNS (--calibration-pool) for the calibrated
+    trials; without it, the runs a trial does not draw."""
     rng = np.random.default_rng(1)
     per_side = min(PER_SIDE, len(runs) // 2)
     moved = {id(r): shifted(r, SHIFT) for r in runs}
-    hits = {"shift": 0, "same": 0, "covered": 0}
-    half, rel = [], []  # A/A: the CI's half-width and the difference, relative to the baseline
+    hits = {"shift": 0, "same": 0, "covered": 0, "shift_cal": 0, "same_cal": 0, "covered_cal": 0}
+    half, rel, half_cal = [], [], []  # A/A: the CI's half-width and the difference, relative to the baseline
+    rest = len(calibration) if calibration else len(runs) - 2 * per_side
     for t in range(trials):
         order = rng.permutation(len(runs))
         a = [runs[i] for i in order[:per_side]]
         b = [runs[i] for i in order[per_side : 2 * per_side]]
+        others = calibration or ([runs[i] for i in order[2 * per_side :]] if rest >= 2 else None)
+        b_moved = [moved[id(r)] for r in b]
         same = p95_difference(a, b, t)
         hits["same"] += verdict("p95", same, MIN_EFFECT) == REGRESSED
         hits["covered"] += same.low <= 0 <= same.high
         half.append((same.high - same.low) / 2 / same.baseline)
         rel.append(same.diff / same.baseline)
-        hits["shift"] += p95_verdict(a, [moved[id(r)] for r in b], t) == REGRESSED
+        hits["shift"] += verdict("p95", p95_difference(a, b_moved, t), MIN_EFFECT) == REGRESSED
+        if others:
+            same = p95_difference(a, b, t, others)
+            hits["same_cal"] += verdict("p95", same, MIN_EFFECT) == REGRESSED
+            hits["covered_cal"] += same.low <= 0 <= same.high
+            half_cal.append((same.high - same.low) / 2 / same.baseline)
+            hits["shift_cal"] += (
+                verdict("p95", p95_difference(a, b_moved, t, others), MIN_EFFECT) == REGRESSED
+            )
     print(
         f"real windows ({len(runs)}-run pool, {per_side} vs {per_side} runs, {trials} trials): "
         f"10 % p95 shift called regressed {hits['shift'] / trials:.0%} (goal >= 90 %); "
@@ -119,6 +142,14 @@ def real_trials(runs, trials: int) -> None:
         f"{statistics.mean(half):.1%} vs 1.96 x SD of the differences {1.96 * statistics.pstdev(rel):.1%} "
         "(draws overlap: rough)"
     )
+    if half_cal:
+        print(
+            f"  with an A/A calibration of {rest} {'runs recorded apart' if calibration else 'other runs'} "
+            "(`make ab` with B = A, then --noise): "
+            f"10 % p95 shift called regressed {hits['shift_cal'] / trials:.0%}; identical sides "
+            f"{hits['same_cal'] / trials:.1%}; A/A CI holds 0 in {hits['covered_cal'] / trials:.0%}, "
+            f"mean half-width {statistics.mean(half_cal):.1%}"
+        )
 
 
 def synthetic_run(rng, scale: float, windows: int, per_window: int, values) -> stats.Run:
@@ -228,18 +259,22 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pool", type=Path, help="an A/A `make ab` folder (or a folder of identical runs)")
     p.add_argument("--trials", type=int, default=200)
+    p.add_argument(
+        "--calibration-pool", type=Path, help="identical runs recorded apart: the trials' calibration"
+    )
+    p.add_argument("--user-class", default="AlbumsFastHttpUser", help="the pool's class, when recorded")
     p.add_argument("--skip-timing", action="store_true")
     args = p.parse_args()
     tmp = None
     if args.pool is None:
         tmp = Path(tempfile.mkdtemp(prefix="bench-pool-"))
-        args.pool = record_pool(tmp)
+        args.pool = record_pool(tmp, args.user_class)
     runs = pool_runs(args.pool)
     print(f"pool: {len(runs)} runs from {args.pool}")
     g, side, _ = grid.build(runs, runs[:1], [AGGREGATED])
     level = noise.calibrate(side, g)
     print("pool's run-to-run noise (calibrated): " + ", ".join(f"{m} {v:.1%}" for m, v in level.items()))
-    real_trials(runs, args.trials)
+    real_trials(runs, args.trials, pool_runs(args.calibration_pool) if args.calibration_pool else None)
     per_window = round(
         np.mean([r.series[AGGREGATED].requests[w] for r in runs for w in r.series[AGGREGATED].requests])
     )

@@ -122,7 +122,9 @@ def calibrate(folder: Path, seed: int) -> int:
         raise InputError(folder, "calibration needs at least two identical complete runs")
     g, side, _ = grid.build(runs, runs[:1], [grid.names(runs, runs, None).common[-1]])
     found = noise.calibrate(side, g, seed)
-    target = noise.write(folder, found, [r.path.name for r in runs])
+    target = noise.write(
+        folder, found, [r.path.name for r in runs], [str(r.manifest.started_at) for r in runs]
+    )
     print(f"run-to-run noise of {len(runs)} runs -> {target}")
     print(", ".join(f"{m} {v:.1%}" for m, v in found.items()))
     return exits.OK
@@ -165,9 +167,11 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     if len(found_names.common) <= (0 if opts["names"] else 1):
         raise InputError(cand_path, f"no request name in common with {base_path}")
     noise_file = args.noise or noise.find(base_path)
-    level = noise.read(noise_file) if noise_file else dict(noise.DEFAULT_NOISE)
+    calibration = noise.read(noise_file) if noise_file else noise.Calibration(dict(noise.DEFAULT_NOISE))
+    level = calibration.noise
     g, a, b = grid.build(baseline, candidate, found_names.common)
     a.noise = b.noise = level
+    a.noise_runs, b.noise_runs = calibration.pool_runs(baseline), calibration.pool_runs(candidate)
     found = stats.compare(a, b, g, opts["metrics"], opts["confidence"], opts["seed"])
     outcome = report.Outcome(
         [str(r.path) for r in baseline],
@@ -180,9 +184,15 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
         str(noise_file) if noise_file else "default, docs/compare.md",
         not all(r.exact for r in baseline + candidate),
         seen,
+        pooled(a, b),
     )
     write(out, outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def pooled(a: stats.Side, b: stats.Side) -> dict[str, int]:
+    """The calibration's runs each side of repeats pools its spread with (stats.pooled; 0: none)."""
+    return {side: s.noise_runs if len(s.runs) > 1 else 0 for side, s in (("baseline", a), ("candidate", b))}
 
 
 def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: bool) -> None:

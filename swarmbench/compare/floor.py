@@ -53,7 +53,12 @@ def floors(a: Path, b: Path, confidence: float, seed: int) -> tuple[dict, dict, 
         raise InputError(a, "a noise floor needs at least two complete runs (A and B together)")
     everyone, all_runs, _ = grid.build(runs, runs[:1], [AGGREGATED])
     level = noise.calibrate(all_runs, everyone, seed)
-    noise.write(a, level, [f"{r.path.parent.name}/{r.path.name}" for r in runs])
+    noise.write(
+        a,
+        level,
+        [f"{r.path.parent.name}/{r.path.name}" for r in runs],
+        [str(r.manifest.started_at) for r in runs],
+    )
     names = grid.names(side_a, side_b, None)
     g, sa, sb = grid.build(side_a, side_b, names.common)
     sa.noise = sb.noise = level

@@ -4,7 +4,8 @@ The block bootstrap sees the variation WITHIN a run (window to window). Identica
 as a whole (a neighbour's load, CPU frequency, where the allocator put things): one run per side
 cannot show that, so a side of one run has its replicates widened by the excess run-to-run noise:
 from an A/A calibration stored with the baseline (`compare --calibrate`), else DEFAULT_NOISE. With
-repeats the bootstrap resamples the runs themselves (stats.small_sample_correction).
+repeats the bootstrap resamples the runs themselves (stats.small_sample_correction), and a
+calibration measured on other runs lends their spread its degrees of freedom (stats.pooled).
 
 Calibration (method in one line): CALIBRATION_METHOD.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,16 +51,41 @@ def find(baseline: Path) -> Path | None:
     return None
 
 
-def read(path: Path) -> dict[str, float]:
-    """A calibration file's {metric: relative SD}; InputError naming it when malformed."""
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file: the noise per metric, and the identical runs it was measured on (their
+    folder names, and when each started: what tells them apart from a compared side's runs)."""
+
+    noise: dict[str, float]
+    runs: tuple[str, ...] = ()
+    started: tuple[str, ...] = ()
+
+    def pool_runs(self, side: list) -> int:
+        """How many runs of its own the calibration lends SIDE (RunData of one side) to pool with:
+        all of them when none of SIDE's runs is among them, else 0 (the same runs twice would
+        count their spread twice). Runs are known by their start time; a file without start times
+        (written before them) by folder name, which may refuse a different run of the same name."""
+        if len(self.runs) < 2:
+            return 0
+        if self.started:
+            mine = {str(r.manifest.started_at) for r in side}
+            return 0 if mine & set(self.started) else len(self.runs)
+        names = {r.path.name for r in side} | {f"{r.path.parent.name}/{r.path.name}" for r in side}
+        return 0 if names & set(self.runs) else len(self.runs)
+
+
+def read(path: Path) -> Calibration:
+    """A calibration file; InputError naming it when malformed."""
     try:
         data = json.loads(read_text(path))
         noise = {m: float(v) for m, v in data["noise"].items() if m in METRICS}
+        runs = tuple(str(r) for r in data.get("runs") or ())
+        started = tuple(str(t) for t in data.get("started") or ())
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         raise InputError(path, 'expected {"noise": {METRIC: relative SD, ...}}') from None
     if any(v < 0 or math.isnan(v) for v in noise.values()):
         raise InputError(path, "a noise value is negative or NaN")
-    return {**DEFAULT_NOISE, **noise}
+    return Calibration({**DEFAULT_NOISE, **noise}, runs, started)
 
 
 def calibrate(side: Side, grid: Grid, seed: int = 0) -> dict[str, float]:
@@ -87,17 +114,22 @@ def calibrate(side: Side, grid: Grid, seed: int = 0) -> dict[str, float]:
     return out
 
 
-def to_json(noise: dict[str, float], runs: list[str]) -> dict:
-    return {"method": CALIBRATION_METHOD, "runs": runs, "noise": noise}
+def to_json(noise: dict[str, float], runs: list[str], started: list[str]) -> dict:
+    return {"method": CALIBRATION_METHOD, "runs": runs, "started": started, "noise": noise}
 
 
-def write(folder: Path, noise: dict[str, float], runs: list[str]) -> Path:
+def write(folder: Path, noise: dict[str, float], runs: list[str], started: list[str]) -> Path:
     """FOLDER/compare-noise.json; one already there is never written over (InputError naming it),
-    unless it already says the same (calibrate is seeded: the same runs give the same file)."""
+    unless it already says the same of the same runs (calibrate is seeded: the same runs give the
+    same noise; a file from before start times were kept counts as the same)."""
     target = folder / NOISE_JSON
-    text = json.dumps(to_json(noise, runs), indent=2) + "\n"
+    text = json.dumps(to_json(noise, runs, started), indent=2) + "\n"
     if target.exists():
-        if read_text(target) == text:
+        try:
+            there = json.loads(read_text(target))
+        except (InputError, json.JSONDecodeError):
+            there = None
+        if isinstance(there, dict) and (there.get("noise"), there.get("runs")) == (noise, runs):
             return target
         raise InputError(
             target, "exists with another calibration (nothing is written over); remove it to recalibrate"

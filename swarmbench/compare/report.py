@@ -38,6 +38,7 @@ class Outcome:
     noise_source: str
     rounded: bool
     warnings: list[str] = field(default_factory=list)
+    pooled: dict[str, int] = field(default_factory=dict)  # side -> calibration runs pooled with (0: none)
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -101,6 +102,13 @@ def header(outcome: Outcome) -> list[str]:
         out.append(
             "note: one run on a side cannot show run-to-run variance; the noise above is folded into the CI"
         )
+    lent = {side: n for side, n in outcome.pooled.items() if n}
+    if lent:
+        out.append(
+            "note: the repeats' run-to-run spread is pooled with the calibration's "
+            + ", ".join(f"{n} runs ({side})" for side, n in lent.items())
+            + " where the repeats are not noisier (F-test, 5 %)"
+        )
     if outcome.rounded:
         out.append("note: some runs have no histograms: Locust's per-second history numbers used (rounded)")
     for s in outcome.settings:
@@ -125,7 +133,11 @@ def to_json(outcome: Outcome) -> dict:
         "options": outcome.options,
         "baseline": outcome.baseline,
         "candidate": outcome.candidate,
-        "noise": {"source": outcome.noise_source, "relative_sd": outcome.noise},
+        "noise": {
+            "source": outcome.noise_source,
+            "relative_sd": outcome.noise,
+            "pooled_runs": outcome.pooled,
+        },
         "rounded": outcome.rounded,
         "settings_differ": [s.__dict__ for s in outcome.settings],
         "names_only_in_baseline": outcome.names.baseline_only,

@@ -26,8 +26,10 @@ from swarmbench.hdr_windows import WINDOW_S
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "
     "within each run; merge the drawn windows' histograms; Bessel-corrected spread; a single run's "
-    "side widened by the run-to-run noise; percentile CI of the difference, widened by Student's t "
-    "over z at the Welch degrees of freedom of the run-to-run spread"
+    "side widened by the run-to-run noise; with repeats and an A/A calibration of other runs, the "
+    "runs' spread pooled with the calibration's unless an F-test (5 %) says they are noisier, never "
+    "below their own; percentile CI of the difference, widened by Student's t over z at the Welch "
+    "degrees of freedom of the run-to-run spread"
 )
 """The method in one line, for the terminal table, compare.json and the HTML report."""
 
@@ -93,10 +95,15 @@ class Grid:
 @dataclass
 class Side:
     """A side's runs on the shared grid, and the run-to-run noise folded into its replicates
-    (`noise[metric]`: excess relative standard deviation between identical runs; noise.py)."""
+    (`noise[metric]`: excess relative standard deviation between identical runs; noise.py): a side of
+    one run takes it whole, a side of repeats pools it with its runs' own spread (pooled())."""
 
     runs: list[Run]
     noise: dict[str, float] = field(default_factory=dict)
+    noise_runs: int = 0
+    """Identical runs the calibration in `noise` was measured on, none of them this side's: its
+    run-to-run spread then has noise_runs - 1 degrees of freedom of its own to pool (pooled()).
+    0: the default noise or a calibration that includes this side's runs, used for one run only."""
 
     @cached_property
     def merged(self) -> Run:
@@ -281,19 +288,109 @@ def between_runs(values: np.ndarray) -> float:
     return float(np.var(values, ddof=1)) / len(values) if len(values) > 1 else 0.0
 
 
-def welch_df(sides: list[tuple[np.ndarray, float, int]]) -> float:
+def welch_df(sides: list[tuple[np.ndarray, float, float]]) -> float:
     """Welch-Satterthwaite degrees of freedom of the difference, from each side's (replicates,
-    between_runs(), runs).
+    run-to-run part B, B's degrees of freedom).
 
     A side's bootstrap variance V holds two parts: window-to-window noise within its runs, estimated
     from many blocks (as good as known), and run-to-run spread B, estimated from its m runs (m - 1
-    degrees of freedom; B is at most V). So df = (V_base + V_cand)^2 / sum(B^2 / (m - 1)): m - 1 per
-    side when runs differ more than their windows do (the usual case on a shared machine), large
-    when runs agree and the windows carry the noise. A side of one run adds none: its run-to-run
-    spread is the calibrated noise term, not estimated from these runs. inf when nothing is."""
-    spread = [(float(np.nanvar(reps)), b, m) for reps, b, m in sides]
-    bottom = sum(min(b, v) ** 2 / (m - 1) for v, b, m in spread if m > 1)
+    degrees of freedom, more when pooled with a calibration; B is at most V). So
+    df = (V_base + V_cand)^2 / sum(B^2 / df_B): df_B per side when runs differ more than their
+    windows do (the usual case on a shared machine), large when runs agree and the windows carry
+    the noise. A side of one run adds none (df_B 0): its run-to-run spread is the calibrated noise
+    term, not estimated from these runs. inf when nothing is."""
+    spread = [(float(np.nanvar(reps)), b, df) for reps, b, df in sides]
+    bottom = sum(min(b, v) ** 2 / df for v, b, df in spread if df > 0)
     return sum(v for v, _, _ in spread) ** 2 / bottom if bottom > 0 else math.inf
+
+
+POOL_TEST = 0.05
+"""A side's repeats are pooled with the calibration unless their spread exceeds its at this level
+(F-test): a change that made the service noisier keeps its own, larger spread."""
+
+
+def pooled(side: Side, metric: str, reps: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(replicates, run-to-run part of their variance, its degrees of freedom) of one side, metric
+    and name: REPS and RUNS (one value per run) as they are, unless the side has repeats and a
+    calibration of other runs (noise_runs), whose spread then joins its runs' own.
+
+    Why: with 3 runs a side the spread between runs is estimated from 2 degrees of freedom, and an
+    honest interval pays for that with t(4) = 2.78 instead of 1.96. An A/A calibration of this
+    machine and load on n other runs knows the same spread with n - 1 more. Per run, the
+    calibrated variance is the calibration's excess noise (its relative SD times this side's
+    value) plus this side's own window-to-window part w; the pooled variance weights it and the
+    runs' own by their degrees of freedom (the textbook pooled variance), and the side's mean
+    varies by that over m. The blocks' extra spread in REPS is w again (a run's value already
+    holds its windows' noise): here it is counted once. Pooling is skipped when the runs are
+    noisier than calibrated (F-test at POOL_TEST), and the pooled variance is never below the runs'
+    own, so a calibration buys degrees of freedom, never a smaller spread than the runs show.
+    tests/test_compare_stats.py measures coverage, false alarms and power with and without it."""
+    values = runs[np.isfinite(runs)]
+    m = len(values)
+    if m < 2:
+        return reps, 0.0, 0.0
+    own = between_runs(values)
+    sigma = side.noise.get(metric, 0.0)
+    total = float(np.nanvar(reps))
+    if side.noise_runs < 2 or not total > 0:
+        return reps, own, float(m - 1)
+    # The bootstrap's variance is ~ s^2 / m + w / (m - 1) (runs resampled and Bessel-corrected,
+    # then each drawn run's blocks): what it holds beyond the runs' own values is w / (m - 1).
+    within = max(0.0, total - own) * (m - 1)
+    calibrated = (sigma * float(np.mean(values))) ** 2 + within  # one run's variance, as calibrated
+    sample, df_cal = own * m, side.noise_runs - 1
+    if calibrated <= 0 or sample > f_quantile(1 - POOL_TEST, m - 1, df_cal) * calibrated:
+        return reps, own, float(m - 1)
+    run_part = max(sample, ((m - 1) * sample + df_cal * calibrated) / (m - 1 + df_cal)) / m
+    return stretched(reps, math.sqrt(run_part / total)), run_part, float(m - 1 + df_cal)
+
+
+def f_quantile(p: float, d1: float, d2: float) -> float:
+    """The F distribution's P quantile with (D1, D2) degrees of freedom, stdlib only (scipy's import
+    costs the CLI 0.4 s): its CDF is the regularized incomplete beta I_{d1 x / (d1 x + d2)}(d1/2,
+    d2/2), inverted by bisection. Tested against scipy.stats.f."""
+    lo, hi = 0.0, 1.0
+    while _f_cdf(hi, d1, d2) < p:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _f_cdf(mid, d1, d2) < p else (lo, mid)
+        if hi - lo < 1e-10 * hi:
+            break
+    return (lo + hi) / 2
+
+
+def _f_cdf(x: float, d1: float, d2: float) -> float:
+    return _beta_inc(d1 / 2, d2 / 2, d1 * x / (d1 * x + d2)) if x > 0 else 0.0
+
+
+def _beta_inc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b): Lentz's continued fraction (Numerical Recipes
+    6.4, betacf), on the side of x where it converges fast."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _beta_inc(b, a, 1 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for k in range(1, 300):
+        for num in (k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
+                    -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1))):  # fmt: skip
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-14:
+            break
+    return front * h / a
 
 
 def interval(
@@ -338,13 +435,9 @@ def compare(
     for metric in metrics:
         out[metric] = {}
         for name in grid.names:
-            b_reps, c_reps = base_boot[metric][name], cand_boot[metric][name]
-            df = welch_df(
-                [
-                    (b_reps, between_runs(base_runs[metric][name]), len(baseline.runs)),
-                    (c_reps, between_runs(cand_runs[metric][name]), len(candidate.runs)),
-                ]
-            )
+            b_reps, b_run, b_df = pooled(baseline, metric, base_boot[metric][name], base_runs[metric][name])
+            c_reps, c_run, c_df = pooled(candidate, metric, cand_boot[metric][name], cand_runs[metric][name])
+            df = welch_df([(b_reps, b_run, b_df), (c_reps, c_run, c_df)])
             low, high = interval(b_reps, c_reps, confidence, df)
             b, c = base_point[metric][name], cand_point[metric][name]
             if math.isfinite(b):  # every metric is >= 0, so the difference is >= -baseline

@@ -55,6 +55,13 @@ AB_RUN_TIME = "20s"
 AB_USERS = 10
 """Users per run when LOCUST_USERS is unset: a light load, so the comparison measures the system
 under test rather than a saturated load generator on a small machine."""
+AB_USER_CLASS = "AlbumsFastHttpUser"
+"""The class when LOCUST_USER_CLASSES is unset (headless runs default to AlbumsHttpUser). A
+comparison is as sharp as its runs are repeatable, and a client's own CPU per request is latency
+it adds and varies from run to run: 8 identical 20 s runs here (8 users, `constant 0.02`,
+ALBUMS_DELAY=10ms) had a run-to-run p95 SD of 2.8 % with HttpUser, 1.3 % with FastHttpUser,
+which made a 10 % p95 slowdown called `regressed` in 21 % vs 95 % of 3-against-3 draws
+(bench/bench_compare.py). Both sides always run the same class, whichever it is."""
 
 SIDES = ("A", "B")
 ORDER = ("A", "B", "B", "A")
@@ -137,7 +144,7 @@ def ab_settings(env: Mapping[str, str]) -> AbSettings:
         )
     run_time = env.get("RUN_TIME") or env.get("LOCUST_RUN_TIME") or AB_RUN_TIME
     S.timespan_seconds("RUN_TIME", run_time)
-    classes = S.user_classes("LOCUST_USER_CLASSES", env.get("LOCUST_USER_CLASSES") or S.DEFAULT_USER_CLASS)
+    classes = S.user_classes("LOCUST_USER_CLASSES", env.get("LOCUST_USER_CLASSES") or AB_USER_CLASS)
     S.check_arrival(env)
     aa = a == b and hosts["A"] == hosts["B"]
     words = compare_args(env.get("COMPARE_ARGS", ""), aa)
