@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 import warnings
 from collections.abc import Callable, Iterator
@@ -148,6 +150,24 @@ def run_locust(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def interrupt_when(proc: subprocess.Popen, ready: Callable[[], bool], what: str, timeout: float = 90) -> str:
+    """Ctrl-C (SIGINT) to PROC a second after READY() holds (polled), as a person at the terminal
+    would; its stderr once it exits. Fails the test naming WHAT when READY never holds or PROC
+    exits first; PROC is killed if it outlives the wait."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail(f"{what} never started")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=timeout)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 @dataclass(frozen=True)

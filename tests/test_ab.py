@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, run_module
+from conftest import ROOT, Target, interrupt_when, run_module
 
 from swarmbench.runner.ab import schedule
 
@@ -164,18 +162,10 @@ def test_interrupt_keeps_finished_runs_and_the_same_ab_id_resumes(albums_binary,
     proc = subprocess.Popen(
         [sys.executable, "-m", "swarmbench", "ab"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
     )
-    try:  # Ctrl-C during b1: once a1 is recorded done and b1 has its folder
-        deadline = time.monotonic() + 90
-        while not ((root / "B" / "b1").exists() and _state(root).get("counts", {}).get("done") == 1):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail("b1 never started")
-            time.sleep(0.2)
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # Ctrl-C during b1: once a1 is recorded done and b1 has its folder
+    err = interrupt_when(
+        proc, lambda: (root / "B" / "b1").exists() and _state(root).get("counts", {}).get("done") == 1, "b1"
+    )
     assert proc.returncode == 130 and "Resume: the same settings and AB_ID=ab" in err, err
     state = _state(root)
     assert state["state"] == "interrupted", state

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, run_locust
+from conftest import ROOT, Target, interrupt_when, run_locust
 from runs import manifest, only_run
 
 from swarmbench.core import verdict as _verdict
@@ -206,23 +204,13 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
     proc = subprocess.Popen(
         sweep_cmd(*args, "--no-report"), cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
     )
-    try:
-        # Interrupt during point 2: once point 1 is done and point 2 has started its run.
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if (sweep_dir / "sweep.json").exists() and _state(sweep_dir)["counts"]["done"] >= 1:
-                second = _state(sweep_dir)["points"][1]["id"]
-                if (sweep_dir / second).exists():
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("point 2 never started")
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    def point_2_started() -> bool:  # point 1 done and point 2's run folder made
+        if not (sweep_dir / "sweep.json").exists() or _state(sweep_dir)["counts"]["done"] < 1:
+            return False
+        return (sweep_dir / _state(sweep_dir)["points"][1]["id"]).exists()
+
+    err = interrupt_when(proc, point_2_started, "point 2")
     assert proc.returncode == 130, err
     state = _state(sweep_dir)
     assert state["state"] == "interrupted"
