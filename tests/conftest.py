@@ -152,6 +152,17 @@ def run_locust(
     )
 
 
+def interruptible(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """CMD started (in the checkout, stderr piped) as from a terminal: SIGINT back at its default
+    first. A suite started in the background of a non-interactive shell (nohup ... &, some CI
+    runners) ignores SIGINT, every child inherits that, and Python then never raises
+    KeyboardInterrupt: a Ctrl-C drill would test nothing."""
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+
+
 def interrupt_when(proc: subprocess.Popen, ready: Callable[[], bool], what: str, timeout: float = 90) -> str:
     """Ctrl-C (SIGINT) to PROC a second after READY() holds (polled), as a person at the terminal
     would; its stderr once it exits. Fails the test naming WHAT when READY never holds or PROC

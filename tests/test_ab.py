@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, interrupt_when, run_module
+from conftest import Target, interrupt_when, interruptible, run_module
 
 from swarmbench.runner.ab import schedule
 
@@ -159,9 +158,7 @@ def test_interrupt_keeps_finished_runs_and_the_same_ab_id_resumes(albums_binary,
     env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(tmp_path), "AB_ID": "ab", **settings}
     env["SWARMBENCH_TARGET_BIN"] = str(albums_binary)
     root = tmp_path / "ab"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "swarmbench", "ab"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
-    )
+    proc = interruptible([sys.executable, "-m", "swarmbench", "ab"], env)
     # Ctrl-C during b1: once a1 is recorded done and b1 has its folder
     err = interrupt_when(
         proc, lambda: (root / "B" / "b1").exists() and _state(root).get("counts", {}).get("done") == 1, "b1"

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, interrupt_when, run_locust
+from conftest import ROOT, Target, interrupt_when, interruptible, run_locust
 from runs import manifest, only_run
 
 from swarmbench.core import verdict as _verdict
@@ -201,9 +201,7 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
     ]  # fmt: skip
     env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path), "SWARMBENCH_TARGET_BIN": str(albums_binary)}
     sweep_dir = tmp_path / "sig"
-    proc = subprocess.Popen(
-        sweep_cmd(*args, "--no-report"), cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
-    )
+    proc = interruptible(sweep_cmd(*args, "--no-report"), env)
 
     def point_2_started() -> bool:  # point 1 done and point 2's run folder made
         if not (sweep_dir / "sweep.json").exists() or _state(sweep_dir)["counts"]["done"] < 1:
