@@ -66,7 +66,7 @@ def bucket_us(ms: float) -> int:
     histogram (a bucket keeps no more than its count; encoding keeps no min or max), but samples of
     one bucket become one value. The Recorder batches {value: count}, so above 2.048 ms (where a
     bucket is 2, 4, 8, ... µs wide) a batch has several times fewer values to count in."""
-    us = int(ms * 1000 + 0.5)
+    us = to_us(ms)
     shift = us.bit_length() - SUB_BUCKET_BITS
     return us >> shift << shift if shift > 0 else us
 
