@@ -31,10 +31,9 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from swarmbench import hdr_compact
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
 from swarmbench.core.errors import InputError, read_text
-
-from . import hdr_compact
 
 SIGNIFICANT_FIGURES = 3
 """Decimal digits kept: values within 0.1 % (1 µs at 1 ms, 1 ms at 1 s); more digits double memory."""
@@ -216,7 +215,7 @@ def decode(text: Any, where: str | Path, row: str) -> HdrHistogram:
     text = str(text)
     try:
         if hdr_compact.is_compact(text):
-            return hdr_compact.decode(text, new_histogram())
+            return hdr_compact.decode_compact(text, new_histogram())
         return HdrHistogram.decode(text.encode("ascii"))
     except Exception as e:  # noqa: BLE001 -- binascii, zlib, struct and hdrh's own errors
         raise InputError(where, f"{row}: not an encoded HDR histogram ({type(e).__name__})") from None

@@ -35,7 +35,7 @@ def is_compact(text: str) -> bool:
     return text.startswith(PREFIX)
 
 
-def encode(hist: HdrHistogram) -> str:
+def encode_compact(hist: HdrHistogram) -> str:
     """HIST (made by hdr.new_histogram) in this encoding."""
     indices, counts = _buckets(hist)
     out = bytearray()
@@ -61,7 +61,7 @@ def is_whole(text: str) -> bool:
     return inflate.eof and not inflate.unused_data
 
 
-def decode(text: str, hist: HdrHistogram) -> HdrHistogram:
+def decode_compact(text: str, hist: HdrHistogram) -> HdrHistogram:
     """TEXT's buckets into HIST (a new, empty hdr.new_histogram()); ValueError when TEXT is not a
     whole encoding of one (cut off, bad base64, a bucket out of range, bytes left over)."""
     try:

@@ -26,11 +26,10 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from swarmbench import hdr_compact
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.errors import InputError, read_text
-
-from . import hdr_compact
-from .hdr import FORMAT_VERSION, KINDS, Key, LatencyBook, decode, new_histogram, percentile_columns
+from swarmbench.hdr import FORMAT_VERSION, KINDS, Key, LatencyBook, decode, new_histogram, percentile_columns
 
 WINDOW_S = 1
 """Seconds per window. One second, the finest Locust reports at (its per-second RPS): a run of a
@@ -267,7 +266,7 @@ def window_row(
     row: dict[str, Any] = {"window_s": window * WINDOW_S, "type": request_type, "name": name, "kind": kind}
     row.update(count=hist.get_total_count(), failures=failures)
     row.update(percentile_columns(hist, WINDOW_PERCENTILES))
-    row["hdr"] = hdr_compact.encode(hist) if encoded else ""
+    row["hdr"] = hdr_compact.encode_compact(hist) if encoded else ""
     return row
 
 

@@ -25,7 +25,7 @@ def _lag_section(p99s: list[float], median_ms: float) -> dict:
          "series": [[3.0 * k, 0.2, p99 * k / 3, p99] for k in (1, 2, 3)]}
         for i, p99 in enumerate(p99s)
     ]  # fmt: skip
-    return lag.judge([WorkerLag.from_json(w) for w in per_worker], median_ms).to_json()
+    return lag.judge_lag([WorkerLag.from_json(w) for w in per_worker], median_ms).to_json()
 
 
 def _folder(tmp_path: Path) -> Path:

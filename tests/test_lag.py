@@ -54,14 +54,14 @@ def judge(run: dict) -> dict:
 
 def test_judge_names_the_worst_worker_and_the_verdict_follows():
     workers = [WorkerLag(id="a", p99_ms=3.0), WorkerLag(id="b", p99_ms=80.0)]
-    section = lag.judge(workers, median_response_ms=4.0).to_json()
+    section = lag.judge_lag(workers, median_response_ms=4.0).to_json()
     assert (section["worst_worker"], section["worst_p99_ms"], section["inflated"]) == ("b", 80.0, True)
     assert section["flag"] == lag.INFLATED and section["bound_ms"] == lag.LAG_FLOOR_MS
     run = {"generator_lag": section, "duration_s": 10, "totals": {"requests": 100, "failures": 0}}
     b = judge(run)
     assert b["verdict"] == "generator-bound" and b["reason"].startswith(lag.INFLATED), b
     assert "p99 80 ms late" in b["reason"]
-    calm = lag.judge([WorkerLag(id="a", p99_ms=1.5)], median_response_ms=4.0).to_json()
+    calm = lag.judge_lag([WorkerLag(id="a", p99_ms=1.5)], median_response_ms=4.0).to_json()
     assert not calm["inflated"] and calm["flag"] is None
     assert judge({**run, "generator_lag": calm})["verdict"] != "generator-bound"
 

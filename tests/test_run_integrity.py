@@ -22,7 +22,7 @@ from runs import assert_complete_folder, only_run, reap, stats, target_album_req
 
 from swarmbench.core import exits
 from swarmbench.core.manifest import RunManifest
-from swarmbench.core.status import EVENT_KINDS
+from swarmbench.core.status import EVENT_KINDS, run_exit_code
 from swarmbench.plugin.health import FAILED_RATIO, TARGET_DOWN_S, TARGET_HANG_S, Health
 
 # --- the rules, on their own (pure) ---------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_a_stopped_stack_is_interrupted_not_degraded():
     ],
 )
 def test_exit_code_precedence(status, signum, allow, base, code):
-    assert exits.for_run(status, signum, allow, base) == code
+    assert run_exit_code(status, signum, allow, base) == code
 
 
 def test_run_json_rejects_an_unknown_status(tmp_path):

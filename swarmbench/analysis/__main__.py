@@ -1,5 +1,5 @@
 """`python -m analysis ...`: see analysis/cli.py."""
 
-from .cli import main
+from swarmbench.analysis.cli import main
 
 raise SystemExit(main())

@@ -16,11 +16,10 @@ from collections import Counter
 
 import numpy as np
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.load import Run
 from swarmbench.core import verdict as rules
 from swarmbench.core.sections import Bottleneck
-
-from . import columns as C
-from .load import Run
 
 FLAT_SHARE = 0.25
 """Throughput flattened: the largest worker count gained less than this share of the ideal (linear)

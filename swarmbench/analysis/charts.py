@@ -12,15 +12,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis import health, lag, open_knee, open_model, plots, plots_latency, plots_time
+from swarmbench.analysis.knee import Knee, step_load_knee
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.plots import figure_png
+from swarmbench.analysis.scaling import ScalingGroup
+from swarmbench.analysis.timeseries import run_series
 from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS
-
-from . import columns as C
-from . import health, lag, open_knee, open_model, plots, plots_latency, plots_time
-from .knee import Knee, step_load_knee
-from .load import Run
-from .plots import figure_png
-from .scaling import ScalingGroup
-from .timeseries import run_series
 
 
 @dataclass(frozen=True)
@@ -159,7 +158,7 @@ def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
 def configurations(runs: Sequence[Run]) -> list[tuple[str, list[Run]]]:
     """The runs with exact histograms, grouped by configuration (the scaling group's settings and the
     worker count: repeats of one configuration together), labelled like Run.label without the repeat."""
-    from .scaling import group_key
+    from swarmbench.analysis.scaling import group_key
 
     groups: dict[object, tuple[str, list[Run]]] = {}
     for run in runs:

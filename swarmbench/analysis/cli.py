@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from swarmbench.analysis.errors import AnalysisError, AnalysisWarning
 from swarmbench.core import errors
 from swarmbench.core.verdict import KNEE_P99_MS, knee_p99_ms
-
-from .errors import AnalysisError, AnalysisWarning
 
 PROG = "analysis"
 
@@ -116,9 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_summary(args: argparse.Namespace, _seen: list[str]) -> int:
     import pandas as pd
 
-    from . import columns as C
-    from .load import load_runs
-    from .summary import aggregated, summarize
+    from swarmbench.analysis import columns as C
+    from swarmbench.analysis.load import load_runs
+    from swarmbench.analysis.summary import aggregated, summarize
 
     table = summarize(load_runs(args.paths, history=False))
     if args.aggregated:
@@ -133,10 +132,9 @@ def cmd_summary(args: argparse.Namespace, _seen: list[str]) -> int:
 
 
 def cmd_checks(args: argparse.Namespace, _seen: list[str]) -> int:
+    from swarmbench.analysis.thresholds import evaluate_folder
     from swarmbench.core.checks import CheckSyntaxError, parse_checks
     from swarmbench.core.exits import THRESHOLDS_BROKEN
-
-    from .thresholds import evaluate_folder
 
     try:
         checks = parse_checks(args.exprs)
@@ -151,22 +149,21 @@ def cmd_checks(args: argparse.Namespace, _seen: list[str]) -> int:
 def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     out = Path(args.out)
     check_out(out)
-    from .load import load_runs
-    from .scaling import analyze_scaling, scaling_json
-    from .summary import summarize
+    from swarmbench.analysis.load import load_runs
+    from swarmbench.analysis.scaling import analyze_scaling, scaling_json
+    from swarmbench.analysis.summary import summarize
 
     runs = load_runs(args.paths)
     summary = summarize(runs)
     groups, notes = analyze_scaling(runs, include_partial=args.include_partial)
     # matplotlib only now: a bad input fails fast, before the slowest import.
+    from swarmbench.analysis.charts import render_charts
+    from swarmbench.analysis.comparisons import comparisons_json, sweep_comparisons
+    from swarmbench.analysis.errors import warn
+    from swarmbench.analysis.report import build_report
+    from swarmbench.analysis.summary_box import summary_html
+    from swarmbench.analysis.timeseries import timeseries_table
     from swarmbench.core.sweepstate import find_sweeps
-
-    from .charts import render_charts
-    from .comparisons import comparisons_json, sweep_comparisons
-    from .errors import warn
-    from .report import build_report
-    from .summary_box import summary_html
-    from .timeseries import timeseries_table
 
     charts = render_charts(runs, summary, groups, knee_p99_ms=args.knee_p99_ms)
     sweeps = find_sweeps(args.paths, warn)

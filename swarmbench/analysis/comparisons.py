@@ -17,15 +17,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.scaling import ScalingGroup
 from swarmbench.compare import grid as compare_grid
 from swarmbench.compare import stats
 from swarmbench.compare.load import RunData, read_run
 from swarmbench.compare.noise import DEFAULT_NOISE
 from swarmbench.compare.verdict import IMPROVED, INCONCLUSIVE, MIN_EFFECT, NO_CHANGE, REGRESSED, verdict
 from swarmbench.core.checks import AGGREGATED
-
-from .load import Run
-from .scaling import ScalingGroup
 
 METRICS = ("throughput", "p95")
 """What a sweep's question is about: how much it served, and how slow its slow requests were."""

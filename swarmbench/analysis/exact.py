@@ -22,11 +22,10 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis import windows_csv as W
 from swarmbench.core import folder as F
 from swarmbench.hdr import LatencyBook, new_histogram, percentile_columns
-
-from . import columns as C
-from . import windows_csv as W
 
 EXACT = "exact"
 ROUNDED = "rounded"
@@ -101,7 +100,7 @@ def endpoint_histogram(book: LatencyBook, method: str, name: str) -> HdrHistogra
         return book.aggregated(W.SERVICE)
     hist = book.hists.get((method, name, W.SERVICE))
     if hist is None:  # a book summed from the windows file is keyed by endpoint label
-        from .locust_csv import endpoint_label
+        from swarmbench.analysis.locust_csv import endpoint_label
 
         hist = book.hists.get(("", endpoint_label(method, name), W.SERVICE))
     return hist if hist is not None else new_histogram()

@@ -18,10 +18,10 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import columns as C
-from .load import Run
-from .plots_time import figure
-from .summary import run_status
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.plots_time import figure
+from swarmbench.analysis.summary import run_status
 
 FIGSIZE = (9.0, 3.2)
 """The workers chart: as wide as the report's other charts, low (a step line needs little height)."""

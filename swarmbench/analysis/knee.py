@@ -23,14 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.bottleneck import run_verdict
+from swarmbench.analysis.exact import EXACT, ROUNDED, span_percentiles, window_offset_s, window_range
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.timeseries import PCT_WINDOW_S, Grid, rate, report_interval_s, run_grids
 from swarmbench.core.verdict import LOAD_BOUND_SHARE
 from swarmbench.core.wait import try_parse
-
-from . import columns as C
-from .bottleneck import run_verdict
-from .exact import EXACT, ROUNDED, span_percentiles, window_offset_s, window_range
-from .load import Run
-from .timeseries import PCT_WINDOW_S, Grid, rate, report_interval_s, run_grids
 
 FIRST_WINDOW, STOP_WINDOW = "first_window", "stop_window"
 """A step's 1 s windows of the windows file, [first, stop), when its latency is exact."""

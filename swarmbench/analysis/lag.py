@@ -14,12 +14,11 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
+from swarmbench.analysis.load import Run
 from swarmbench.core import lag
 from swarmbench.core.sections import GeneratorLag
 
-from .load import Run
-
-FIGSIZE = (9.0, 3.6)
+LAG_FIGSIZE = (9.0, 3.6)
 COLUMNS = ["worker", "t_s", "p50_ms", "p99_ms", "max_ms"]
 
 
@@ -37,7 +36,7 @@ def lag_frame(run: Run) -> pd.DataFrame:
 
 def lag_figure(run: Run) -> Figure:
     """p99 lag per worker over the run (its max dotted), the bound dashed."""
-    fig = Figure(figsize=FIGSIZE, dpi=100, layout="constrained")
+    fig = Figure(figsize=LAG_FIGSIZE, dpi=100, layout="constrained")
     ax = fig.add_subplot()
     frame, g = lag_frame(run), section(run)
     for i, (worker, rows) in enumerate(frame.groupby("worker", sort=True)):

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.errors import AnalysisError, warn
+from swarmbench.analysis.exact import RunLatency, read_latency
+from swarmbench.analysis.locust_csv import read_exceptions, read_failures, read_history, read_stats
+from swarmbench.analysis.manifest import read_manifest
 from swarmbench.core.manifest import RunManifest
-
-from . import columns as C
-from .errors import AnalysisError, warn
-from .exact import RunLatency, read_latency
-from .locust_csv import read_exceptions, read_failures, read_history, read_stats
-from .manifest import read_manifest
 
 STATS_SUFFIX = "_stats.csv"
 

@@ -22,11 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis import validate
+from swarmbench.analysis.errors import AnalysisError, warn
 from swarmbench.core.errors import read_text
-
-from . import columns as C
-from . import validate
-from .errors import AnalysisError, warn
 
 STATS_REQUIRED = [C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS]
 HISTORY_REQUIRED = [C.TIMESTAMP, C.USER_COUNT, C.NAME, C.CURRENT_RPS, C.TOTAL_REQUEST_COUNT]

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from swarmbench.analysis.errors import warn
 from swarmbench.core.manifest import RunManifest
-
-from .errors import warn
 
 
 def read_manifest(path: Path) -> RunManifest:

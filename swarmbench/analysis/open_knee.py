@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import pandas as pd
 from matplotlib.figure import Figure
 
+from swarmbench.analysis.open_model import OpenRun
+from swarmbench.analysis.plots_time import figure as _figure
 from swarmbench.core.arrival import Hold, holds, parse_arrival_rate
 from swarmbench.core.verdict import DROP_LIMIT, KNEE_P99_MS
-
-from .open_model import OpenRun
-from .plots_time import figure as _figure
 
 SETTLE_S = 1
 """Seconds skipped at the start of each step: the second holding the jump mixes two rates, and its

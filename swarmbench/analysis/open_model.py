@@ -14,15 +14,14 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from swarmbench.analysis.errors import InputError
+from swarmbench.analysis.plots_time import figure as _figure
+from swarmbench.analysis.plots_time import message as _message
 from swarmbench.core import folder
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sections import LatencyFigures, OpenCapacity, OpenLatency, OpenModel
 from swarmbench.core.verdict import judge_open
 from swarmbench.hdr import LatencyBook
-
-from .errors import InputError
-from .plots_time import figure as _figure
-from .plots_time import message as _message
 
 OFFERED_COLOR, ACHIEVED_COLOR, DROPPED_COLOR = "#7f7f7f", "#2ca02c", "#d62728"
 SERVICE_COLOR, INTENDED_COLOR = "#1f77b4", "#ff7f0e"

@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import columns as C
-from .plots_time import PCT_STYLE
-from .plots_time import figure as _figure
-from .plots_time import message as _message
-from .scaling import ScalingGroup
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.plots_time import PCT_STYLE
+from swarmbench.analysis.plots_time import figure as _figure
+from swarmbench.analysis.plots_time import message as _message
+from swarmbench.analysis.scaling import ScalingGroup
 
 AMDAHL_COLOR, USL_COLOR, IDEAL_COLOR = "#2ca02c", "#9467bd", "#7f7f7f"
 

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from hdrh.histogram import HdrHistogram
 from matplotlib.figure import Figure
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.exact import distribution, merge_books
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.locust_csv import endpoint_label
+from swarmbench.analysis.plots_time import figure
+from swarmbench.analysis.windows_csv import SERVICE
 from swarmbench.hdr import new_histogram
-
-from . import columns as C
-from .exact import distribution, merge_books
-from .load import Run
-from .locust_csv import endpoint_label
-from .plots_time import figure
-from .windows_csv import SERVICE
 
 TICKS = {2.0: "50 %", 10.0: "90 %", 100.0: "99 %", 1_000.0: "99.9 %", 10_000.0: "99.99 %"}
 """Where the percentiles sit on the 1/(1-q) axis, and their labels."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import columns as C
-from .knee import Knee
-from .timeseries import resolution_note
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.knee import Knee
+from swarmbench.analysis.timeseries import resolution_note
 
 WIDE = (9.0, 4.8)
 PCT_STYLE = {C.P50_MS: ("p50", "#1f77b4"), C.P95_MS: ("p95", "#ff7f0e"), C.P99_MS: ("p99", "#d62728")}

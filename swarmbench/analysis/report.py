@@ -15,17 +15,16 @@ from html import escape
 
 import pandas as pd
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis import health, lag
+from swarmbench.analysis.bottleneck import run_bottleneck
+from swarmbench.analysis.charts import Chart
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.scaling import ScalingGroup
+from swarmbench.analysis.summary import failures_table, settings_table
+from swarmbench.analysis.summary_box import CSS as SUMMARY_CSS
 from swarmbench.core.sweepstate import SweepState as Sweep
 from swarmbench.core.verdict import legend as verdict_legend
-
-from . import columns as C
-from . import health, lag
-from .bottleneck import run_bottleneck
-from .charts import Chart
-from .load import Run
-from .scaling import ScalingGroup
-from .summary import failures_table, settings_table
-from .summary_box import CSS as SUMMARY_CSS
 
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:

@@ -14,12 +14,20 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import columns as C
-from .bottleneck import explain_serial_fraction, group_bottleneck, rules
-from .errors import warn
-from .fit import AMDAHL_MIN_DISTINCT_N, USL_MIN_DISTINCT_N, AmdahlFit, FitError, USLFit, fit_amdahl, fit_usl
-from .load import Run
-from .summary import OWN_WAIT, pacing_key, target_cpu_util
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.bottleneck import explain_serial_fraction, group_bottleneck, rules
+from swarmbench.analysis.errors import warn
+from swarmbench.analysis.fit import (
+    AMDAHL_MIN_DISTINCT_N,
+    USL_MIN_DISTINCT_N,
+    AmdahlFit,
+    FitError,
+    USLFit,
+    fit_amdahl,
+    fit_usl,
+)
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.summary import OWN_WAIT, pacing_key, target_cpu_util
 
 
 def partial_runs(runs: Sequence[Run]) -> list[Run]:

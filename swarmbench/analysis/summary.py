@@ -14,12 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.exact import EXACT, ROUNDED, TABLE_COLUMNS, endpoint_histogram, table_values
+from swarmbench.analysis.load import Run
 from swarmbench.core import verdict as rules
 from swarmbench.core.pacing import paces_itself
-
-from . import columns as C
-from .exact import EXACT, ROUNDED, TABLE_COLUMNS, endpoint_histogram, table_values
-from .load import Run
 
 STATUS_UNKNOWN = "unknown"
 """summary.csv's status for a run whose run.json has none (written before the harness recorded

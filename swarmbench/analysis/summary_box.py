@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from swarmbench.analysis.bottleneck import group_bottleneck
+from swarmbench.analysis.comparisons import Comparison
+from swarmbench.analysis.load import Run
+from swarmbench.analysis.scaling import ScalingGroup, partial_runs
 from swarmbench.core.sweepstate import SweepState
-
-from .bottleneck import group_bottleneck
-from .comparisons import Comparison
-from .load import Run
-from .scaling import ScalingGroup, partial_runs
 
 CSS = (
     ".summary{background:#f3f7fc;border:2px solid #4c72b0;border-radius:6px;padding:.4em 1.2em;margin:1em 0}"

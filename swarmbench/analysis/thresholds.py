@@ -11,14 +11,13 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from swarmbench.analysis import columns as C
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS, Check
 from swarmbench.core.errors import InputError, read_text
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.outcome import EXACT, ROUNDED, Outcome
 from swarmbench.hdr import LatencyBook, exact_value
-
-from . import columns as C
 
 MAX_COLUMN = "100%"
 """locust_stats.csv's largest response time, rounded like its percentiles (its Max column is not)."""

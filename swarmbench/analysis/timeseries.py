@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import columns as C
-from .exact import EXACT, ROUNDED, series_percentiles, window_offset_s
-from .load import Run
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.exact import EXACT, ROUNDED, series_percentiles, window_offset_s
+from swarmbench.analysis.load import Run
 
 MAX_POINTS = 400
 """Windows per line at most: ~ the pixel width of a report chart. Longer runs get wider windows (a

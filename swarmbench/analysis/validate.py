@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import AnalysisError
+from swarmbench.analysis.errors import AnalysisError
 
 
 def _first(bad: pd.Series) -> int | None:

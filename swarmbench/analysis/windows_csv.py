@@ -18,13 +18,12 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from swarmbench import hdr_compact
+from swarmbench.analysis import columns as C
+from swarmbench.analysis.errors import AnalysisError
+from swarmbench.analysis.locust_csv import endpoint_label
 from swarmbench.core.errors import read_text
 from swarmbench.hdr import decode, new_histogram
 from swarmbench.hdr_windows import WINDOW_COLUMNS
-
-from . import columns as C
-from .errors import AnalysisError
-from .locust_csv import endpoint_label
 
 SERVICE = "service"
 """The kind the report's tables, lines and knee read: Locust's own response time (hdr.KINDS)."""

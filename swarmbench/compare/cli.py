@@ -12,13 +12,12 @@ import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
+from swarmbench.compare import fairness, grid, html, noise, report, stats
+from swarmbench.compare.load import CompareWarning, RunData, is_run, read_side
+from swarmbench.compare.stats import METRICS
+from swarmbench.compare.verdict import INCONCLUSIVE, MIN_EFFECT, REGRESSED
 from swarmbench.core import exits
 from swarmbench.core.errors import InputError, die
-
-from . import fairness, grid, html, noise, report, stats
-from .load import CompareWarning, RunData, is_run, read_side
-from .stats import METRICS
-from .verdict import INCONCLUSIVE, MIN_EFFECT, REGRESSED
 
 PROG = "swarmbench compare"
 
@@ -85,9 +84,9 @@ def check_ab_args(words: list[str], aa: bool) -> None:
     """`make ab`'s COMPARE_ARGS, checked before any run (one line, exit 2 when wrong): options of
     `swarmbench compare` for A/B, of the noise floor (--min-effect, --confidence, --seed) for A/A."""
     if aa:
-        from . import floor
+        from swarmbench.compare import floor
 
-        args = floor.parser().parse_args(["A", "B", "-o", "\0", *words])
+        args = floor.floor_parser().parse_args(["A", "B", "-o", "\0", *words])
         if str(args.out) != "\0":  # a later -o wins in argparse: the words gave one
             die("-o is set by make ab, not by COMPARE_ARGS", prog=PROG)
         check_levels(args)

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from swarmbench.compare.load import RunData
 from swarmbench.core.manifest import RunManifest
-
-from .load import RunData
 
 
 def _arrival(m: RunManifest) -> str | None:

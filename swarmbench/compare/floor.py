@@ -16,16 +16,15 @@ import math
 import sys
 from pathlib import Path
 
+from swarmbench.compare import cli, grid, noise, report, stats
+from swarmbench.compare.load import read_side
+from swarmbench.compare.stats import METRICS
+from swarmbench.compare.verdict import MIN_EFFECT, REGRESSED
 from swarmbench.core import exits
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.errors import InputError, die
 
-from . import cli, grid, noise, report, stats
-from .load import read_side
-from .stats import METRICS
-from .verdict import MIN_EFFECT, REGRESSED
-
-PROG = "swarmbench ab"
+FLOOR_PROG = "swarmbench ab"
 
 FLOOR_METHOD = (
     "smallest detectable change = min-effect band + half the width of the A/A comparison's CI "
@@ -117,7 +116,7 @@ def _pct(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.1%}"
 
 
-def parser() -> argparse.ArgumentParser:
+def floor_parser() -> argparse.ArgumentParser:
     p = cli.Parser(prog="python -m swarmbench.compare.floor", description=__doc__.splitlines()[0])
     p.add_argument("a", type=Path, help="folder of the A runs")
     p.add_argument("b", type=Path, help="folder of the B runs (the same settings as A)")
@@ -128,15 +127,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def floor_main(argv: list[str] | None = None) -> int:
+    args = floor_parser().parse_args(argv)
     cli.check_levels(args)
     min_effect, confidence = args.min_effect / 100, args.confidence / 100
     try:
         out = cli.out_dir(args.out, [args.a, args.b])
         level, table, c = floors(args.a, args.b, confidence, args.seed)
     except InputError as e:
-        die(str(e), prog=PROG)
+        die(str(e), prog=FLOOR_PROG)
     side_a, side_b, sa, sb = c["sides"]
     opts = {"metrics": list(METRICS), "names": None, "min_effect": min_effect, "confidence": confidence}
     outcome = report.Outcome(
@@ -172,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"run-to-run noise -> {args.a / noise.NOISE_JSON} (later compares against {args.a} use it)")
     if outcome.count(REGRESSED):
         print(
-            f"{PROG}: warning: identical settings were called regressed on {outcome.count(REGRESSED)} "
+            f"{FLOOR_PROG}: warning: identical settings were called regressed on {outcome.count(REGRESSED)} "
             "metric(s): this machine's noise is larger than a CI of these runs shows; use more repeats",
             file=sys.stderr,
         )
@@ -180,4 +179,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(floor_main())

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from swarmbench.compare.load import RunData
+from swarmbench.compare.stats import Grid, Run, Side
 from swarmbench.core.checks import AGGREGATED
-
-from .load import RunData
-from .stats import Grid, Run, Side
 
 
 @dataclass

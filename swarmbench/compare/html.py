@@ -7,11 +7,10 @@ import html
 
 import numpy as np
 
+from swarmbench.compare import svg
+from swarmbench.compare.report import Outcome, relative, shown, table
+from swarmbench.compare.stats import PERCENTILES, Grid, Side, percentiles_of
 from swarmbench.core.checks import AGGREGATED
-
-from . import svg
-from .report import Outcome, relative, shown, table
-from .stats import PERCENTILES, Grid, Side, percentiles_of
 
 COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}
 

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from swarmbench.compare.stats import METRICS, Grid, Side, bootstrap, point
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.errors import InputError, read_text
-
-from .stats import METRICS, Grid, Side, bootstrap, point
 
 NOISE_JSON = "compare-noise.json"
 """The calibration file: in a baseline folder of repeats, or next to a single baseline run."""

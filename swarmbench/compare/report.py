@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass, field
 from xml.etree import ElementTree as ET
 
-from .fairness import Difference as SettingDifference
-from .grid import Names
-from .stats import METHOD, Difference
-from .verdict import INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
+from swarmbench.compare.fairness import Difference as SettingDifference
+from swarmbench.compare.grid import Names
+from swarmbench.compare.stats import METHOD, Difference
+from swarmbench.compare.verdict import INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
 
 UNITS = {"throughput": "req/s", "error_rate": "%", "p50": "ms", "p90": "ms", "p95": "ms", "p99": "ms"}
 

@@ -21,9 +21,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from swarmbench.compare.dists import f_quantile, t_quantile
 from swarmbench.hdr_windows import WINDOW_S
-
-from .dists import f_quantile, t_quantile
 
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "

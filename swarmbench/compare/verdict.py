@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .stats import HIGHER_IS_WORSE, Difference
+from swarmbench.compare.stats import HIGHER_IS_WORSE, Difference
 
 REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE = "regressed", "improved", "no change", "inconclusive"
 VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE)

@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .durations import parse_duration
+from swarmbench.core.durations import parse_duration
 
-USAGE = "expected 'RATE[@DURATION]; ...' such as '100', '50; 100@30s' or '100@10s; 400@1m'"
+ARRIVAL_USAGE = "expected 'RATE[@DURATION]; ...' such as '100', '50; 100@30s' or '100@10s; 400@1m'"
 
 
 MAX_RATE = 1_000_000.0
@@ -140,7 +140,7 @@ def parse_arrival_rate(spec: str) -> ArrivalSchedule:
     """The schedule of SPEC; ValueError naming the spec and the stage that is wrong."""
     items = spec.split(";")
     if not spec.strip():
-        raise ValueError(f"empty arrival rate: {USAGE}")
+        raise ValueError(f"empty arrival rate: {ARRIVAL_USAGE}")
     start, stages = 0.0, []
     for i, item in enumerate(items, 1):
         try:
@@ -156,7 +156,7 @@ def parse_arrival_rate(spec: str) -> ArrivalSchedule:
                 raise ValueError("only the first stage may omit '@DURATION'")
         except ValueError as e:
             raise ValueError(
-                f"invalid arrival rate {spec!r}: stage {i} {item.strip()!r}: {e}; {USAGE}"
+                f"invalid arrival rate {spec!r}: stage {i} {item.strip()!r}: {e}; {ARRIVAL_USAGE}"
             ) from None
     schedule = ArrivalSchedule(start, tuple(stages))
     if schedule.start_rate == 0 and all(s.rate == 0 for s in stages):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .arrival import ArrivalSchedule
-from .sections import GeneratorIterations, OpenModel
+from swarmbench.core.arrival import ArrivalSchedule
+from swarmbench.core.sections import GeneratorIterations, OpenModel
 
 
 @dataclass

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from .exits import CONFIG_ERROR
+from swarmbench.core.exits import CONFIG_ERROR
 
 PROG = "swarmbench"
 

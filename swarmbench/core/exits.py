@@ -5,7 +5,7 @@ above them (3, 4, 5) so CI can tell "the system under test is too slow" from "th
 wrong". The docs list them in ONE table, docs/ci.md "Exit codes"; tests/test_docs.py fails when that
 table and the int constants here disagree, so a new code here needs its row there.
 
-When several apply, the first of these wins (`for_run`): interrupted (130/143) > failed (5) >
+When several apply, the first of these wins (`run_exit_code`, with the run statuses in core/manifest.py): interrupted (130/143) > failed (5) >
 degraded (4, unless --allow-degraded) > thresholds (3) > Locust's own (1 when requests failed).
 A stopped run says so first (CI should not report a verdict on a run someone cancelled); a run that
 served nothing says so before anything about its numbers; a run whose load generators or target
@@ -15,8 +15,6 @@ went away is not a measurement to judge thresholds on.
 from __future__ import annotations
 
 import signal
-
-from . import status
 
 OK = 0
 """The run finished and every threshold held."""
@@ -52,15 +50,3 @@ MEASURED = (OK, REQUESTS_FAILED, THRESHOLDS_BROKEN)
 def interrupted(signum: int) -> int:
     """130 for SIGINT, 143 for SIGTERM (128 + the signal's number, as shells report it)."""
     return 128 + int(signum)
-
-
-def for_run(run_status: str, signum: int | None, allow_degraded: bool, base: int) -> int:
-    """The exit code of a run with run.json STATUS; BASE is what Locust and the thresholds decided
-    (0, 1, 3, ...). SIGNUM is the signal that interrupted it, if any."""
-    if run_status == status.INTERRUPTED and signum:
-        return interrupted(signum)
-    if run_status == status.FAILED:
-        return RUN_FAILED
-    if run_status == status.DEGRADED and not allow_degraded:
-        return DEGRADED
-    return base

@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from .sections import GeneratorLag, WorkerLag
+from swarmbench.core.sections import GeneratorLag, WorkerLag
 
 TICK_S = 0.01
 """The probe's timer period: 100 wake-ups a second (about 300 per 3 s report), cheap (<1 % of a core)."""
@@ -116,7 +116,7 @@ SERIES_COLUMNS = ["t_s", "p50_ms", "p99_ms", "max_ms"]
 """The columns of each worker's lag series in run.json (one row per stats report)."""
 
 
-def judge(per_worker: list[WorkerLag], median_response_ms: float | None) -> GeneratorLag:
+def judge_lag(per_worker: list[WorkerLag], median_response_ms: float | None) -> GeneratorLag:
     """run.json's generator_lag: each worker's figures and the verdict on the worst p99."""
     measured = [w for w in per_worker if w.p99_ms is not None]
     worst = max(measured, key=lambda w: w.p99_ms or 0.0, default=None)

@@ -15,7 +15,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import die
+from swarmbench.core.errors import die
 
 PLUGIN_LOCUSTFILE = "locustfiles/swarmbench_plugin.py"
 """Put in front of every locustfile, so any test gets the results folder, run.json and options."""

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, read_text
-from .schema import Record, choice, count
-from .sections import (
+from swarmbench.core.errors import InputError, read_text
+from swarmbench.core.schema import Record, choice, count
+from swarmbench.core.sections import (
     Bottleneck,
     CheckOutcome,
     ClassPacing,
@@ -36,7 +36,7 @@ from .sections import (
     Totals,
     WorkersPoint,
 )
-from .status import COMPLETE, LOCAL, MODES, STARTED_FROM, STATUSES
+from swarmbench.core.status import COMPLETE, LOCAL, MODES, STARTED_FROM, STATUSES
 
 SCHEMA_VERSION = 2
 """Bumped when a field changes meaning or shape; readers warn on a newer one and read what they know.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import Check
-from .sections import CheckOutcome
+from swarmbench.core.checks import Check
+from swarmbench.core.sections import CheckOutcome
 
 EXACT, ROUNDED = "exact", "rounded"
 """Where a latency threshold's number came from: the HDR histograms, or Locust's 2-digit buckets."""

@@ -10,8 +10,8 @@ their maxima add up). Runs recorded before `pacing` existed fall back to the opt
 
 from __future__ import annotations
 
-from .sections import ClassPacing, PacingClassInputs, VerdictInputs
-from .wait import try_parse
+from swarmbench.core.sections import ClassPacing, PacingClassInputs, VerdictInputs
+from swarmbench.core.wait import try_parse
 
 
 def pacing_classes(pacing: dict[str, ClassPacing] | None, wait_time: str | None) -> list[PacingClassInputs]:

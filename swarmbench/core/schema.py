@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from .errors import InputError
+from swarmbench.core.errors import InputError
 
 CHOICES = "choices"
 """Field metadata: the strings a field may hold (run status, mode, ...)."""

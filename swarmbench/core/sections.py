@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .schema import Record, count
+from swarmbench.core.schema import Record, count
 
 # --- load generators and the machine ---------------------------------------------------------------
 

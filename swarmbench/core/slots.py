@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .arrival import ArrivalSchedule
+from swarmbench.core.arrival import ArrivalSchedule
 
 
 @dataclass

@@ -6,6 +6,8 @@ exit codes follow them (core/exits.py), the runner and the analysis read them ba
 
 from __future__ import annotations
 
+from swarmbench.core import exits
+
 COMPLETE = "complete"
 """Ran as asked."""
 INTERRUPTED = "interrupted"
@@ -53,3 +55,15 @@ EVENT_KINDS = (
     STATS_RESET,
     RUN_END,
 )
+
+
+def run_exit_code(run_status: str, signum: int | None, allow_degraded: bool, base: int) -> int:
+    """The exit code of a run with run.json STATUS; BASE is what Locust and the thresholds decided
+    (0, 1, 3, ...). SIGNUM is the signal that interrupted it, if any."""
+    if run_status == INTERRUPTED and signum:
+        return exits.interrupted(signum)
+    if run_status == FAILED:
+        return exits.RUN_FAILED
+    if run_status == DEGRADED and not allow_degraded:
+        return exits.DEGRADED
+    return base

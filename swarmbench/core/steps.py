@@ -15,14 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .arrival import MAX_RATE
-from .durations import parse_duration
-from .sections import LoadShape
+from swarmbench.core.arrival import MAX_RATE
+from swarmbench.core.durations import parse_duration
+from swarmbench.core.sections import LoadShape
 
 STEP_SETTLE_S = 5
 """Seconds `knee` adds to a step load's run time, so the last step runs its whole length."""
 
-USAGE = "expected 'START STEP SECONDS MAX', e.g. '10 10 20 80' (users) or '100 100 20 800' (iterations/s)"
+STEP_USAGE = "expected 'START STEP SECONDS MAX', e.g. '10 10 20 80' (users) or '100 100 20 800' (iterations/s)"
 
 
 @dataclass(frozen=True)
@@ -79,22 +79,22 @@ def parse_steps(spec: str, rates: bool) -> Steps:
     (fractional, an optional '/s'), else users (whole numbers)."""
     words = spec.replace(",", " ").split()
     if len(words) != 4:
-        raise ValueError(f"{spec!r}: {USAGE}")
+        raise ValueError(f"{spec!r}: {STEP_USAGE}")
     try:
         start, step, top = (float(w.removesuffix("/s")) if rates else int(w) for w in (*words[:2], words[3]))
     except ValueError:
         what = "numbers" if rates else "whole numbers"
-        raise ValueError(f"{spec!r}: START, STEP and MAX must be {what}; {USAGE}") from None
+        raise ValueError(f"{spec!r}: START, STEP and MAX must be {what}; {STEP_USAGE}") from None
     try:
         seconds = parse_duration(words[2])
     except ValueError as e:
-        raise ValueError(f"{spec!r}: SECONDS {e}; {USAGE}") from None
+        raise ValueError(f"{spec!r}: SECONDS {e}; {STEP_USAGE}") from None
     if not all(math.isfinite(v) for v in (start, step, seconds, top)):
-        raise ValueError(f"{spec!r}: every value must be finite; {USAGE}")
+        raise ValueError(f"{spec!r}: every value must be finite; {STEP_USAGE}")
     low, high = (0.0, MAX_RATE) if rates else (1, math.inf)
     if start <= 0 or start < low or step <= 0 or seconds <= 0 or top < start or top > high:
         limit = f" <= {MAX_RATE:g}" if rates else ""
-        raise ValueError(f"{spec!r}: need START > 0, STEP > 0, SECONDS > 0 and START <= MAX{limit}; {USAGE}")
+        raise ValueError(f"{spec!r}: need START > 0, STEP > 0, SECONDS > 0 and START <= MAX{limit}; {STEP_USAGE}")
     return Steps(start, step, seconds, top)
 
 

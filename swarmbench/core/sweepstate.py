@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .folder import SWEEP_JSON, utc_iso, write_json_atomic
+from swarmbench.core.errors import InputError
+from swarmbench.core.folder import SWEEP_JSON, utc_iso, write_json_atomic
 
 SCHEMA_VERSION = 1
 

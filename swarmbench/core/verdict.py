@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import math
 
-from . import lag
-from .durations import parse_duration
-from .manifest import RunManifest
-from .pacing import fill_pacing, pacing_words
-from .sections import Bottleneck, OpenCapacity, OpenModel, TargetCounters, VerdictInputs
+from swarmbench.core import lag
+from swarmbench.core.durations import parse_duration
+from swarmbench.core.manifest import RunManifest
+from swarmbench.core.pacing import fill_pacing, pacing_words
+from swarmbench.core.sections import Bottleneck, OpenCapacity, OpenModel, TargetCounters, VerdictInputs
 
 GENERATOR_CPU_LIMIT_PCT = 90.0
 """A Locust worker is one Python process: one core at most, and no more than its container's CPU

@@ -20,7 +20,7 @@ With U users it caps the offered load near U requests/s whatever the worker coun
 ARITY = {"between": 2, "constant": 1, "throughput": 1, "pacing": 1}
 """Each form and how many numbers it takes."""
 
-USAGE = "expected 'between MIN MAX', 'constant SECONDS', 'throughput TASKS_PER_S' or 'pacing SECONDS'"
+WAIT_USAGE = "expected 'between MIN MAX', 'constant SECONDS', 'throughput TASKS_PER_S' or 'pacing SECONDS'"
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def parse_wait_time(spec: str) -> WaitSpec:
     """
     words = spec.replace(",", " ").split()
     if not words or words[0] not in ARITY or len(words) - 1 != ARITY[words[0]]:
-        raise ValueError(f"invalid wait time {spec!r}: {USAGE}")
+        raise ValueError(f"invalid wait time {spec!r}: {WAIT_USAGE}")
     try:
         numbers = tuple(float(w) for w in words[1:])
     except ValueError:

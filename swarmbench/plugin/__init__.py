@@ -14,17 +14,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .lifecycle import Run
-    from .wiring import Swarmbench
+    from swarmbench.plugin.lifecycle import Run
+    from swarmbench.plugin.wiring import Swarmbench
 
 
 def install() -> Swarmbench:
-    from .wiring import install as _install
+    from swarmbench.plugin.wiring import install as _install
 
     return _install()
 
 
 def current_run() -> Run | None:
-    from .wiring import current_run as _current_run
+    from swarmbench.plugin.wiring import current_run as _current_run
 
     return _current_run()

@@ -43,9 +43,8 @@ from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.durations import parse_duration
 from swarmbench.core.sections import LatencyFigures, OpenLatency, OpenModel
 from swarmbench.hdr import TIMELINE_COLUMNS, LatencyBook, percentile_ms
-
-from .errors import die
-from .pool import Pool, install_users
+from swarmbench.plugin.errors import die
+from swarmbench.plugin.pool import Pool, install_users
 
 logger = logging.getLogger("swarmbench")
 

@@ -36,9 +36,8 @@ from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS, Check, CheckS
 from swarmbench.core.folder import JUNIT_XML
 from swarmbench.core.outcome import EXACT, ROUNDED, Outcome
 from swarmbench.hdr import LatencyBook, exact_value
-
-from .errors import die
-from .lifecycle import Run
+from swarmbench.plugin.errors import die
+from swarmbench.plugin.lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
 

@@ -22,7 +22,7 @@ import psutil
 from swarmbench.core import cgroup
 from swarmbench.core.sections import CpuLimit, GeneratorCpu, WorkerCpu
 
-REPORT_KEY = "swarmbench_cpu"
+CPU_REPORT_KEY = "swarmbench_cpu"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""
 
 USABLE_MAX_CPUS = 1.0

@@ -18,9 +18,8 @@ from locust.env import Environment
 from swarmbench.core.experiment import MIXES, SWEEP_MODES
 from swarmbench.core.sections import HostCpu, SweepMembership
 from swarmbench.core.steps import parse_step_users
-
-from .errors import die
-from .lifecycle import Run
+from swarmbench.plugin.errors import die
+from swarmbench.plugin.lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
 

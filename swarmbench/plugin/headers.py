@@ -29,15 +29,14 @@ from locust.contrib.fasthttp import FastHttpUser
 from locust.env import Environment
 
 from swarmbench.core.headerlines import HeaderSyntaxError, load_headers
-
-from .errors import die
+from swarmbench.plugin.errors import die
 
 logger = logging.getLogger("swarmbench")
 
 _PATCHED = "_swarmbench_headers"
 
 
-def install(user_class: type, headers: dict[str, str]) -> bool:
+def install_headers(user_class: type, headers: dict[str, str]) -> bool:
     """Make USER_CLASS's client send HEADERS; False for a class with no HTTP client we know."""
     if issubclass(user_class, FastHttpUser):
         # FastHttpUser passes default_headers to its session: exactly this hook.
@@ -71,6 +70,6 @@ def install_all(environment: Environment, headers: dict[str, str]) -> None:
     """Every user class of the run sends HEADERS (load generators only: a master sends nothing)."""
     classes = {*environment.user_classes, *(environment.available_user_classes or {}).values()}
     for cls in sorted(classes, key=lambda c: c.__name__):
-        if not install(cls, headers):
+        if not install_headers(cls, headers):
             logger.warning("%s has no HTTP client we know: its requests get no extra headers", cls.__name__)
     logger.info("Sending extra request headers: %s (values hidden)", ", ".join(sorted(headers)))

@@ -42,10 +42,9 @@ from swarmbench.core.errors import InputError
 from swarmbench.core.sections import ExactLatency
 from swarmbench.hdr import FORMAT_VERSION, SIGNIFICANT_FIGURES, LatencyBook, Timeline
 from swarmbench.hdr_windows import WINDOW_S, Windows, rebase, window_of
-
-from . import latency_ui
-from .hdr import Recorder
-from .lifecycle import Run
+from swarmbench.plugin import latency_ui
+from swarmbench.plugin.hdr import Recorder
+from swarmbench.plugin.lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
 

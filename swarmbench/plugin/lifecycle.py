@@ -27,11 +27,19 @@ from swarmbench.core.filehash import locustfile_sha256
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.sections import CpuLimit, Totals
-from swarmbench.core.status import COMPLETE, DISTRIBUTED, HEADLESS, LOCAL, PROCESSES, RUN_END, UI
-
-from . import cpu, ending, looplag, results
-from .errors import die
-from .health import Health
+from swarmbench.core.status import (
+    COMPLETE,
+    DISTRIBUTED,
+    HEADLESS,
+    LOCAL,
+    PROCESSES,
+    RUN_END,
+    UI,
+    run_exit_code,
+)
+from swarmbench.plugin import cpu, ending, looplag, results
+from swarmbench.plugin.errors import die
+from swarmbench.plugin.health import Health
 
 logger = logging.getLogger("swarmbench")
 
@@ -304,7 +312,7 @@ def settle_exit_code(run: Run, allow_degraded: bool) -> None:
         base = env.parsed_options.exit_code_on_error
     else:
         base = exits.OK
-    code = exits.for_run(status, run.health.interrupting_signal(), allow_degraded, base)
+    code = run_exit_code(status, run.health.interrupting_signal(), allow_degraded, base)
     if code != base:
         env.process_exit_code = code
 

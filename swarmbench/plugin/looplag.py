@@ -5,7 +5,7 @@ that sleeps lag.TICK_S and records how late it woke. A worker ships, with each s
 (`report_to_master`, every 3 s and once more at the end), the lag of that interval (p50/p99/max) and
 of the whole run so far; the master keeps them per worker in a `LagBook`, which becomes run.json's
 `generator_lag` section: the series over time, each worker's whole-run figures, and the verdict
-(lag.judge) against the run's median response time.
+(lag.judge_lag) against the run's median response time.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import gevent
 from swarmbench.core import lag
 from swarmbench.core.sections import GeneratorLag, WorkerLag
 
-REPORT_KEY = "swarmbench_lag"
-"""Key in the worker -> master stats report; namespaced like cpu.REPORT_KEY."""
+LAG_REPORT_KEY = "swarmbench_lag"
+"""Key in the worker -> master stats report; namespaced like CPU_REPORT_KEY."""
 
 LOCAL_REPORT_S = 3.0
 """A standalone runner's probe is read this often (a worker's at each of its stats reports)."""
@@ -83,7 +83,7 @@ class LagBook:
             figures = WorkerLag.from_json(self.whole[w], f"worker {w}'s lag report")
             figures.id, figures.series = w, self.series.get(w, [])
             per_worker.append(figures)
-        return lag.judge(per_worker, median_response_ms)
+        return lag.judge_lag(per_worker, median_response_ms)
 
 
 def track_local(probe: Probe, book: LagBook, started: float) -> None:

@@ -19,8 +19,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core.sections import ClassPacing
-
-from .wait import OPTION_MARK
+from swarmbench.plugin.wait import OPTION_MARK
 
 REPORT_KEY = "swarmbench_pacing"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""

@@ -32,8 +32,7 @@ from gevent.hub import Waiter
 from swarmbench.core.arrival import ArrivalSchedule
 from swarmbench.core.arrival_counts import ArrivalCounts
 from swarmbench.core.slots import Slots
-
-from .alarm import EARLY_S, Alarm
+from swarmbench.plugin.alarm import EARLY_S, Alarm
 
 LATE_START_GRACE_S = 0.001
 """A user that frees up this soon after a slot's time still takes it (late) rather than dropping

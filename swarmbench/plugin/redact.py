@@ -6,7 +6,7 @@ log or raise with it, a client library can quote it: every such text ends up in 
 (failures/exceptions CSVs, report.html, run.json, junit.xml) or the console. So, in every Locust
 process that loaded headers:
 
-- `install()` (at init) puts a logging filter on every handler Locust configured (the console,
+- `install_redaction()` (at init) puts a logging filter on every handler Locust configured (the console,
   the web UI's log reader, --logfile): each record is formatted once and every secret replaced;
 - `scrub_folder()` (after the run folder is complete, on the master or standalone runner) rewrites
   any file of the run folder that contains a secret, each replaced atomically.
@@ -129,7 +129,7 @@ def _handlers() -> set[logging.Handler]:
     return {h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers}
 
 
-def install(headers: dict[str, str]) -> Redactor:
+def install_redaction(headers: dict[str, str]) -> Redactor:
     """Redact HEADERS' values from every log handler of this process (called once Locust has set up
     its logging, at init). Returns the redactor for the run folder."""
     redactor = Redactor(secrets_of(headers))

@@ -24,7 +24,7 @@ import gevent
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from .health import signal_name
+from swarmbench.plugin.health import signal_name
 
 logger = logging.getLogger("swarmbench")
 

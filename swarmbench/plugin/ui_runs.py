@@ -17,9 +17,8 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from swarmbench.core.status import STATS_RESET
-
-from . import checks, experiment, lifecycle
-from .lifecycle import Run
+from swarmbench.plugin import checks, experiment, lifecycle
+from swarmbench.plugin.lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
 
@@ -30,7 +29,7 @@ def applies(environment: Environment) -> bool:
     return bool(opts) and not opts.headless and not isinstance(environment.runner, WorkerRunner)
 
 
-def open_run(environment: Environment) -> Run:
+def begin_ui_run(environment: Environment) -> Run:
     """Start was pressed: a new run folder and its first sections (lifecycle.start follows)."""
     assert environment.runner is not None
     run = lifecycle.open_ui_run(environment, environment.runner)
@@ -38,7 +37,7 @@ def open_run(environment: Environment) -> Run:
     return run
 
 
-def close_run(run: Run, plugin: Any, reason: str | None = None) -> None:
+def end_ui_run(run: Run, plugin: Any, reason: str | None = None) -> None:
     """The UI test ended: thresholds, then the folder (CSVs, report.html, run.json). At the test's
     end the workers' final reports are in (ending.Closer waits for their goodbyes first)."""
     run.health.closing = True

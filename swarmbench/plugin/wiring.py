@@ -62,8 +62,7 @@ from swarmbench.core.checks import Check
 from swarmbench.core.sections import CpuLimit
 from swarmbench.core.status import HEADLESS, RUN_END, UI, USERS_SPAWNED
 from swarmbench.core.wait import parse_wait_time
-
-from . import (
+from swarmbench.plugin import (
     arrival,
     checks,
     cpu,
@@ -78,9 +77,9 @@ from . import (
     signals,
     ui_runs,
 )
-from .errors import die
-from .latency import Latency
-from .lifecycle import Run
+from swarmbench.plugin.errors import die
+from swarmbench.plugin.latency import Latency
+from swarmbench.plugin.lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
 
@@ -161,7 +160,7 @@ class Swarmbench:
                 die(f"--wait-time/LOCUST_WAIT_TIME: {e}")
             self.checks = checks.validate(opts)
         self.headers = headers.load(opts)
-        redact.install(self.headers)  # their values never reach a log line (redact.py)
+        redact.install_redaction(self.headers)  # their values never reach a log line (redact.py)
         experiment.validate(opts, environment)
         # 2. a master sends no requests; it only records the header names
         if self.headers and not isinstance(runner, MasterRunner):
@@ -187,7 +186,7 @@ class Swarmbench:
         if self.ending is not None and self.ending.ready():
             self.ending = None  # workers stopped earlier (`docker compose stop worker`) and came back
         if self.run is None and ui_runs.applies(environment):
-            self.run = ui_runs.open_run(environment)
+            self.run = ui_runs.begin_ui_run(environment)
         if self.run is not None and lifecycle.start(self.run):
             experiment.start_host_cpu(self.run)
             if not isinstance(environment.runner, MasterRunner):  # a standalone runner generates load
@@ -207,22 +206,22 @@ class Swarmbench:
         runner = self.env.runner if self.env else None
         users = runner.user_count if runner is not None else 0  # Locust adds its own count after us
         limit = self.cpu_limit.to_json() if self.cpu_limit else None
-        data[cpu.REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": limit}
-        data[looplag.REPORT_KEY] = self.lag_probe.report()
+        data[cpu.CPU_REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": limit}
+        data[looplag.LAG_REPORT_KEY] = self.lag_probe.report()
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
-        report = data.get(cpu.REPORT_KEY)
+        report = data.get(cpu.CPU_REPORT_KEY)
         if self.run is not None and self.run.started_at is not None and report:
             lifecycle.worker_cpu_report(self.run, client_id, report)
-        if self.run is not None and self.run.started_at is not None and data.get(looplag.REPORT_KEY):
-            self.run.lag.record(client_id, data[looplag.REPORT_KEY], self.run.health.elapsed())
+        if self.run is not None and self.run.started_at is not None and data.get(looplag.LAG_REPORT_KEY):
+            self.run.lag.record(client_id, data[looplag.LAG_REPORT_KEY], self.run.health.elapsed())
 
     def on_reset_stats(self, **_kw: Any) -> None:
         run = self.run
         if run is None or run.started_from != UI or run.started_at is None or self.env is None:
             return
-        ui_runs.close_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
-        self.run = ui_runs.open_run(self.env)
+        ui_runs.end_ui_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
+        self.run = ui_runs.begin_ui_run(self.env)
         if lifecycle.start(self.run):
             experiment.start_host_cpu(self.run)
 
@@ -253,7 +252,7 @@ class Swarmbench:
         run = self.run
         if run is not None and run.started_from == UI and run.started_at is not None:
             self.run = None  # the next Start opens a new folder
-            self.closer.start(runner, environment.stop_timeout, lambda: ui_runs.close_run(run, self))
+            self.closer.start(runner, environment.stop_timeout, lambda: ui_runs.end_ui_run(run, self))
             # Written before Stop's request returns (the next Start clears the stats) -- unless this
             # is Locust's own message loop (the last worker quit): the folder waits for final
             # reports that loop delivers, and a signal's runner.quit() kills it (ending.py).

@@ -39,13 +39,12 @@ from swarmbench.core.experiment import STORES, STRONG
 from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, is_folder_name
 from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
-
-from . import compare
-from . import settings as S
-from .paths import ROOT, display, results_dir
-from .plan import SweepSettings
-from .points import ComposeRunner, LocalRunner, PointRunner
-from .progress import Progress
+from swarmbench.runner import compare
+from swarmbench.runner import settings as S
+from swarmbench.runner.paths import ROOT, display, results_dir
+from swarmbench.runner.plan import SweepSettings
+from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner
+from swarmbench.runner.progress import Progress
 
 AB_REPEATS = 3
 """Runs per side: the fewest for which the bootstrap can resample runs (2 leave 2 possible draws
@@ -301,7 +300,7 @@ def run_all(
     """Every run not done yet, in schedule() order (the sweep's run_point: its log, timeout, Ctrl-C
     and folder rules: a folder left by an earlier attempt is moved aside first), ab.json rewritten
     after each; whether the user interrupted."""
-    from .sweep import run_point  # the sweep's point loop, one run at a time
+    from swarmbench.runner.sweep import run_point  # the sweep's point loop, one run at a time
 
     logs = root / LOGS_DIR
     logs.mkdir(parents=True, exist_ok=True)

@@ -20,11 +20,10 @@ from pathlib import Path
 from swarmbench.core import exits
 from swarmbench.core.errors import UsageError
 from swarmbench.core.folder import MANIFEST
-
-from . import compare
-from .compose import run_folders
-from .paths import ROOT, display, results_dir
-from .settings import Headless
+from swarmbench.runner import compare
+from swarmbench.runner.compose import run_folders
+from swarmbench.runner.paths import ROOT, display, results_dir
+from swarmbench.runner.settings import Headless
 
 SUFFIX = "-vs-baseline"
 """The comparison folder's name: the run's folder name plus this, beside it."""

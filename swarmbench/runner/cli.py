@@ -15,8 +15,7 @@ from collections.abc import Mapping
 
 from swarmbench.core.errors import UsageError, die
 from swarmbench.core.experiment import MIXES, STORES, SWEEP_MODES
-
-from . import ab, baseline, compare, compose, knee, plan, settings, swarm, swarmlab, sweep
+from swarmbench.runner import ab, baseline, compare, compose, knee, plan, settings, swarm, swarmlab, sweep
 
 
 class _Parser(argparse.ArgumentParser):

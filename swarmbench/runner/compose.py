@@ -16,9 +16,8 @@ from swarmbench.core import exits
 from swarmbench.core.errors import UsageError
 from swarmbench.core.folder import MANIFEST
 from swarmbench.core.gitinfo import git_commit
-
-from .paths import ROOT, display, results_dir
-from .settings import Headless
+from swarmbench.runner.paths import ROOT, display, results_dir
+from swarmbench.runner.settings import Headless
 
 COMPOSE_FILES = ("docker-compose.yml", "compose/headless.yml")
 STAGING_FILE = "compose/staging.yml"

@@ -21,12 +21,11 @@ from swarmbench.core.errors import UsageError
 from swarmbench.core.experiment import STRONG
 from swarmbench.core.steps import parse_step_rates, parse_step_users
 from swarmbench.core.sweepstate import SweepPoint
-
-from . import compose, settings
-from .paths import results_dir
-from .plan import SweepSettings
-from .points import LocalRunner, _PointError
-from .sweep import knee_bound, make_report
+from swarmbench.runner import compose, settings
+from swarmbench.runner.paths import results_dir
+from swarmbench.runner.plan import SweepSettings
+from swarmbench.runner.points import LocalRunner, _PointError
+from swarmbench.runner.sweep import knee_bound, make_report
 
 DEFAULT_STEPS = "10 20 20 130"
 """10 to 130 users in steps of 20, 20 s each: 7 steps, about 2.5 minutes."""

@@ -21,9 +21,8 @@ from swarmbench.core.gitinfo import git_commit
 from swarmbench.core.launch import DEFAULT_LOCUSTFILE
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.core.wait import parse_wait_time
-
-from . import settings as S
-from .paths import ROOT
+from swarmbench.runner import settings as S
+from swarmbench.runner.paths import ROOT
 
 # A sweep's defaults (SWEEP_*): not those of one headless run (core/launch.py DEFAULT_*).
 SWEEP_WORKERS = (1, 2, 4)

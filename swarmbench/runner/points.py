@@ -24,10 +24,9 @@ from swarmbench.core.launch import DEFAULT_WORKERS_WAIT_S, Launch
 from swarmbench.core.manifest import RunManifest
 from swarmbench.core.status import RUN_END
 from swarmbench.core.sweepstate import SweepPoint as Point
-
-from .net import free_port, wait_http
-from .paths import ROOT
-from .plan import SweepSettings
+from swarmbench.runner.net import free_port, wait_http
+from swarmbench.runner.paths import ROOT
+from swarmbench.runner.plan import SweepSettings
 
 DEFAULT_TARGET_CPUS = "1"
 """--local: the target's GOMAXPROCS when TARGET_CPUS is unset, the same share compose gives it."""
@@ -112,7 +111,7 @@ class ComposeRunner(PointRunner):
     headless_args: tuple[str, ...] = ()
 
     def setup(self) -> None:
-        from .compose import check_docker
+        from swarmbench.runner.compose import check_docker
 
         check_docker()
 
@@ -138,7 +137,7 @@ class SwarmRunner(ComposeRunner):
     headless_args = ("--swarm",)
 
     def setup(self) -> None:
-        from .swarm import check_swarm, swarm_env
+        from swarmbench.runner.swarm import check_swarm, swarm_env
 
         check_swarm(swarm_env(self.env)["SWARMBENCH_STACK"])
 

@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarmbench.core import folder
-
-from .compose import COMPOSE_FILES, compose_cmd, prepare_results
-from .net import free_port, wait_http_or_raise
+from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd, prepare_results
+from swarmbench.runner.net import free_port, wait_http_or_raise
 
 PATHS = ("ui-ctrlc", "ui-down", "headless-ctrlc", "headless-down")
 SPAWNED = "All users spawned"

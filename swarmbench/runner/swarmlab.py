@@ -23,8 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from swarmbench.core.errors import UsageError
-
-from .swarm import build_images, docker
+from swarmbench.runner.swarm import build_images, docker
 
 NETNS = "swarmbench-lab"
 """The second node's network namespace."""
@@ -218,7 +217,7 @@ def copy_images(state: State, env: dict[str, str]) -> None:
     `docker save IMAGE | docker -H NODE load`. Skipped when the node already has this very image."""
     env = {**env, "SWARMBENCH_IMAGE_PREFIX": ""}
     build_images(env, staging=True)  # staging: the Locust image only (the target stays here)
-    from .compose import COMPOSE_FILES, compose_cmd
+    from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd
 
     out = sh(*compose_cmd("config", "--images", *LAB_IMAGES_SERVICES, files=COMPOSE_FILES[:1]), env=env)
     for image in sorted(set(out.stdout.split())):

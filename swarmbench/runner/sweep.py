@@ -32,13 +32,12 @@ from swarmbench.core import exits, verdict
 from swarmbench.core.arrival import holds, parse_arrival_rate
 from swarmbench.core.errors import UsageError
 from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
-
-from . import settings as S
-from .compose import prepare_results
-from .paths import ROOT, results_dir
-from .plan import Point, SweepSettings, load_state, plan, save_state
-from .points import PointRunner, _PointError, classify, point_runner, point_verdict
-from .progress import Progress, fmt_duration
+from swarmbench.runner import settings as S
+from swarmbench.runner.compose import prepare_results
+from swarmbench.runner.paths import ROOT, results_dir
+from swarmbench.runner.plan import Point, SweepSettings, load_state, plan, save_state
+from swarmbench.runner.points import PointRunner, _PointError, classify, point_runner, point_verdict
+from swarmbench.runner.progress import Progress, fmt_duration
 
 POINT_GRACE_S = 180.0
 """A point may take this long beyond its run time before it is killed and recorded as failed
