@@ -1,5 +1,5 @@
 """`python -m analysis ...` = `python -m swarmbench.analysis ...` (the name the README and make use)."""
 
-from swarmbench.analysis.cli import main
+from swarmbench.analysis.commands import main
 
 raise SystemExit(main())

@@ -44,9 +44,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from swarmbench.compare import grid, html, noise, stats  # noqa: E402
-from swarmbench.compare.load import bucket_values_us, read_side  # noqa: E402
-from swarmbench.compare.verdict import MIN_EFFECT, REGRESSED, verdict  # noqa: E402
+from swarmbench.compare import noise, sides, stats  # noqa: E402
+from swarmbench.compare.sides import bucket_values_us, read_side  # noqa: E402
+from swarmbench.compare.stats import MIN_EFFECT, REGRESSED, verdict  # noqa: E402
 from swarmbench.core.checks import AGGREGATED  # noqa: E402
 
 SHIFT = 1.10
@@ -92,9 +92,9 @@ def shifted(run, factor: float):
 def p95_difference(a, b, seed: int, calibration: list | None = None):
     """Aggregated p95 of B against A; CALIBRATION: other identical runs whose A/A calibration (as
     `make ab` with B = A writes it) both sides pool with (stats.pooled)."""
-    g, sa, sb = grid.build(a, b, [AGGREGATED])
+    g, sa, sb = sides.build(a, b, [AGGREGATED])
     if calibration:
-        gc, cal, _ = grid.build(calibration, calibration[:1], [AGGREGATED])
+        gc, cal, _ = sides.build(calibration, calibration[:1], [AGGREGATED])
         level = noise.calibrate(cal, gc, seed)
         for side in (sa, sb):
             side.noise, side.noise_runs = level, len(calibration)
@@ -219,8 +219,8 @@ def timing(pool: Path, repeats: int = 3) -> None:
         for i in range(repeats):
             t0 = time.perf_counter()
             ra, rb = read_side(a), read_side(b)
-            names = grid.names(ra, rb, None).common
-            g, sa, sb = grid.build(ra, rb, names)
+            names = sides.names(ra, rb, None).common
+            g, sa, sb = sides.build(ra, rb, names)
             sa.noise = sb.noise = dict(noise.DEFAULT_NOISE)
             found = stats.compare(sa, sb, g, list(stats.METRICS))
             t1 = time.perf_counter()
@@ -230,14 +230,14 @@ def timing(pool: Path, repeats: int = 3) -> None:
                 [str(a)],
                 [str(b)],
                 report.rows(found, MIN_EFFECT),
-                grid.names(ra, rb, None),
+                sides.names(ra, rb, None),
                 [],
                 {"min_effect": MIN_EFFECT, "confidence": 0.95, "seed": 0},
                 sa.noise,
                 "-",
                 False,
             )
-            html.page(outcome, g, sa, sb)
+            report.page(outcome, g, sa, sb)
             t2 = time.perf_counter()
             cmd = [sys.executable, "-m", "swarmbench", "compare", str(a), str(b), "-o", str(tmp / f"out{i}")]
             subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True)
@@ -271,7 +271,7 @@ def main() -> int:
         args.pool = record_pool(tmp, args.user_class)
     runs = pool_runs(args.pool)
     print(f"pool: {len(runs)} runs from {args.pool}")
-    g, side, _ = grid.build(runs, runs[:1], [AGGREGATED])
+    g, side, _ = sides.build(runs, runs[:1], [AGGREGATED])
     level = noise.calibrate(side, g)
     print("pool's run-to-run noise (calibrated): " + ", ".join(f"{m} {v:.1%}" for m, v in level.items()))
     real_trials(runs, args.trials, pool_runs(args.calibration_pool) if args.calibration_pool else None)

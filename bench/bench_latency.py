@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_open_model import Target, build_target, pin, split_cpus  # noqa: E402
 from swarmbench.core import folder  # noqa: E402
 from swarmbench.core.manifest import RunManifest  # noqa: E402
-from swarmbench.runner.net import free_port  # noqa: E402
+from swarmbench.runner.points import free_port  # noqa: E402
 
 REPORT_S = 3
 """Locust's worker report interval (locust.runners.WORKER_REPORT_INTERVAL)."""
@@ -167,8 +167,8 @@ def trio(args: argparse.Namespace) -> None:
 
 
 def recorder(args: argparse.Namespace) -> None:
-    from swarmbench.hdr_windows import window_of
-    from swarmbench.plugin.hdr import Recorder
+    from swarmbench.latency.recorder import Recorder
+    from swarmbench.latency.windows import window_of
 
     rng = random.Random(1)
     names = [
@@ -207,7 +207,7 @@ def recorder(args: argparse.Namespace) -> None:
 def worker_reports(workers: int, names: int, intervals: int, rate: float, seed: int = 1) -> list[list[list]]:
     """[interval][worker] -> the window entries of that worker's report (Recorder.take()), RATE
     requests/s per worker spread over NAMES, each name its own long-tailed latency."""
-    from swarmbench.plugin.hdr import Recorder
+    from swarmbench.latency.recorder import Recorder
 
     rng = random.Random(seed)
     medians = [rng.uniform(5, 200) for _ in range(names)]
@@ -229,9 +229,9 @@ def worker_reports(workers: int, names: int, intervals: int, rate: float, seed: 
 
 def main_windows_class() -> type:
     """main's Windows (every piece kept encoded until the end), for the side-by-side."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", "main:swarmbench/hdr_windows.py"], check=True,
+    text = subprocess.run(["git", "-C", str(ROOT), "show", "main:swarmbench/latency/windows.py"], check=True,
                           capture_output=True, text=True).stdout  # fmt: skip
-    text = text.replace("from .hdr import", "from swarmbench.hdr import")
+    text = text.replace("from .hdr import", "from swarmbench.latency.histogram import")
     path = Path(tempfile.mkdtemp()) / "main_hdr_windows.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("main_hdr_windows", path)
@@ -241,7 +241,7 @@ def main_windows_class() -> type:
 
 
 def master(args: argparse.Namespace) -> None:
-    from swarmbench.hdr_windows import Windows
+    from swarmbench.latency.windows import Windows
 
     reports = worker_reports(args.workers, args.names, args.intervals, args.rate)
     pieces = sum(len(r) for interval in reports for r in interval)
@@ -300,7 +300,7 @@ def size(args: argparse.Namespace) -> None:
 
 
 def written_sizes(windows_n: int, names: int, rate: float) -> dict[str, int]:
-    from swarmbench.hdr_windows import Windows
+    from swarmbench.latency.windows import Windows
 
     windows = Windows()
     for interval in worker_reports(1, names, max(1, windows_n // REPORT_S), rate):

@@ -50,10 +50,9 @@ import tempfile
 from pathlib import Path
 
 from swarmbench.core import folder
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import OpenModel
-from swarmbench.runner.net import free_port
-from swarmbench.runner.net import wait_http_or_raise as wait_http
+from swarmbench.core.manifest import OpenModel, RunManifest
+from swarmbench.runner.points import free_port
+from swarmbench.runner.points import wait_http_or_raise as wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 VEGETA_MODULE = "github.com/tsenart/vegeta/v12"
@@ -155,7 +154,7 @@ def run_swarmbench(
     figures = {
         "requests_per_s": requests / duration,
         "cpu": cpu,
-        # the process's own CPU seconds during the test (plugin/cpu.py), not its start-up
+        # the process's own CPU seconds during the test (plugin/generator.py), not its start-up
         "per_cpu_s": requests / (duration * cpu / 100) if cpu else None,
     }
     if mode != "open":

@@ -31,9 +31,9 @@ from pathlib import Path
 from swarmbench.core import folder, target
 from swarmbench.core.launch import Launch
 from swarmbench.core.manifest import RunManifest
-from swarmbench.runner.net import free_port
-from swarmbench.runner.net import wait_http_or_raise as wait_http
-from swarmbench.runner.paths import ROOT
+from swarmbench.runner.points import free_port
+from swarmbench.runner.points import wait_http_or_raise as wait_http
+from swarmbench.runner.settings import ROOT
 
 WARMUP_SHARE = 0.25
 """The first quarter of the run is warm-up (imports, connection pools, gevent's caches): growth is

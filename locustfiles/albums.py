@@ -19,9 +19,9 @@ import msgspec
 from locust import HttpUser, TaskSet
 from locust.contrib.fasthttp import FastHttpUser
 
-from swarmbench.core.experiment import DEFAULT_MIX, POST_HEAVY, READ_HEAVY
+from swarmbench.core.loadspec import DEFAULT_MIX, POST_HEAVY, READ_HEAVY
 from swarmbench.plugin import install
-from swarmbench.plugin.wait import wait_function
+from swarmbench.plugin.pacing import wait_function
 
 install()  # results folder, run.json and options (--wait-time, --albums-mix, ...) for this scenario
 
@@ -179,12 +179,12 @@ MIXES = {
     # 1 GET : 3 POST: writers dominate, where every strategy serialises and sharding should win.
     POST_HEAVY: [create_album, get_album, create_album, create_album],
 }
-"""Cycles per --albums-mix (names and ratios: swarmbench.core.experiment.MIXES). Same cycle-with-random-entry
+"""Cycles per --albums-mix (names and ratios: swarmbench.core.loadspec.MIXES). Same cycle-with-random-entry
 design as the default, so each ratio holds within one cycle per user."""
 
 
 def _wait(user) -> float:
-    """Pacing from --wait-time / LOCUST_WAIT_TIME (swarmbench.core.wait), as the user read it when
+    """Pacing from --wait-time / LOCUST_WAIT_TIME (swarmbench.core.loadspec), as the user read it when
     it started (_start): a test started from the web UI with another value spawns new users."""
     return user.wait_for(user)
 

@@ -7,7 +7,7 @@ Add this file to the locustfile list next to a scenario and set the steps:
 
 Locust lets a shape class found in ANY loaded locustfile take over the run, so the shape is inert
 unless --step-users / LOCUST_STEP_USERS is set (the plugin drops it at init otherwise; see
-swarmbench/plugin/experiment.py). The compose stack does not load this file by default either.
+swarmbench/plugin/lifecycle.py). The compose stack does not load this file by default either.
 `python -m analysis report` finds the steps in the run's history and marks the knee: the load
 where throughput per user stops growing while latency stays up (swarmbench/analysis/knee.py).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from locust import LoadTestShape
 
-from swarmbench.core.steps import parse_step_users
+from swarmbench.core.loadspec import parse_step_users
 
 
 class StepLoadShape(LoadTestShape):

@@ -8,7 +8,7 @@ One package, four parts; the data flows left to right:
     runner    the host CLI, `python -m swarmbench up|headless|sweep|knee` (standard library only)
     analysis  run folders -> summaries, Amdahl/USL fits, charts, report (needs pandas)
 
-plus `hdr` (swarmbench/hdr.py) and `hdr_windows` (the same per 1-second window): the HDR latency
+plus `hdr` (swarmbench/latency/histogram.py) and `hdr_windows` (the same per 1-second window): the HDR latency
 histograms' encoding, merging, percentiles and files, shared by the plugin, which records them, and
 the analysis, which reads them (hdrhistogram only).
 

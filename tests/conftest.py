@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmbench.runner.net import free_port
-from swarmbench.runner.net import wait_http_or_raise as wait_http
+from swarmbench.runner.points import free_port
+from swarmbench.runner.points import wait_http_or_raise as wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILES = ROOT / "locustfiles"
@@ -196,12 +196,12 @@ _HIDDEN_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarni
 
 @pytest.fixture
 def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
-    """`python -m analysis ARGS` in the pytest process: swarmbench.analysis.cli.main (the function
+    """`python -m analysis ARGS` in the pytest process: swarmbench.analysis.commands.main (the function
     analysis/__main__.py calls), its exit code (returned, or SystemExit's) and what it printed. A
     warning from any other code that a subprocess would print goes to its stderr too, so "exactly
     one line on stderr" means the same as in a subprocess. An exception main lets escape fails the
     test, as a traceback would."""
-    from swarmbench.analysis.cli import main
+    from swarmbench.analysis.commands import main
 
     def run(*args: str | Path) -> CliResult:
         capsys.readouterr()  # only what this command prints

@@ -1,4 +1,4 @@
-"""`python -m analysis` end to end: swarmbench.analysis.cli.main in the pytest process (exit code,
+"""`python -m analysis` end to end: swarmbench.analysis.commands.main in the pytest process (exit code,
 stdout, stderr as a person would see them; conftest's analysis_cli), and one smoke test of the real
 `python -m analysis` in a subprocess.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, CliResult, run_module
 
-from swarmbench.analysis.cli import write_atomically
+from swarmbench.analysis.commands import write_atomically
 
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
 EXAMPLES = ROOT / "results" / "examples"

@@ -14,14 +14,14 @@ from hdrh.histogram import HdrHistogram
 from test_analysis_cli import assert_one_line_error
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.charts import render_charts
 from swarmbench.analysis.exact import EXACT, ROUNDED, distribution, merge_books, merge_histograms
 from swarmbench.analysis.knee import FIRST_WINDOW, STOP_WINDOW, steps
-from swarmbench.analysis.load import load_run, load_runs
-from swarmbench.analysis.plots_latency import TICKS, configuration_lines, distribution_figure
+from swarmbench.analysis.plots import TICKS, configuration_lines, distribution_figure
+from swarmbench.analysis.report import render_charts
+from swarmbench.analysis.runs import load_run, load_runs
 from swarmbench.analysis.summary import summarize
 from swarmbench.analysis.timeseries import run_series
-from swarmbench.hdr import LatencyBook, new_histogram
+from swarmbench.latency.histogram import LatencyBook, new_histogram
 
 HERE = Path(__file__).parent
 EXACT_RUNS = HERE / "fixtures" / "exact"
@@ -145,7 +145,7 @@ def test_a_knee_steps_p95_equals_its_merged_windows():
 
 def test_distribution_chart_has_percentile_axes_and_one_line_per_configuration():
     runs = load_runs([STEP, *REPEATS], history=False)
-    from swarmbench.analysis.charts import configurations
+    from swarmbench.analysis.report import configurations
 
     configs = configurations(runs)
     assert sorted(len(r) for _, r in configs) == [1, 2]  # the two repeats are one configuration

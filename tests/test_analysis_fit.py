@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from swarmbench.analysis.fit import FitError, fit_amdahl, fit_usl
+from swarmbench.analysis.scaling import FitError, fit_amdahl, fit_usl
 
 N = np.repeat(np.arange(1, 9), 3)  # N = 1..8, 3 repeats each
 GAMMA = 480.0

@@ -11,10 +11,10 @@ from test_analysis_timeseries import step_users, write_run
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis.knee import knee_from_steps, step_load_knee, steps
-from swarmbench.analysis.load import load_run
+from swarmbench.analysis.runs import load_run
 from swarmbench.analysis.timeseries import grids, rate
 
-pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.errors.AnalysisWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")
 
 USERS = list(range(10, 131, 10))
 THINK_S = 0.05
@@ -92,8 +92,7 @@ def test_a_step_history_of_a_saturating_server_gives_the_knee_from_request_count
 
 
 def test_the_report_shows_the_knee_its_steps_and_the_sentence(tmp_path):
-    from swarmbench.analysis.charts import render_charts
-    from swarmbench.analysis.report import build_report
+    from swarmbench.analysis.report import build_report, render_charts
     from swarmbench.analysis.summary import summarize
 
     users = step_users(USERS, 20)

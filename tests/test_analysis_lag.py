@@ -11,9 +11,9 @@ from conftest import ROOT, run_module
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis import load_runs
-from swarmbench.analysis.lag import lag_figure, lag_frame
-from swarmbench.core import lag
-from swarmbench.core.sections import WorkerLag
+from swarmbench.analysis.health import lag_figure, lag_frame
+from swarmbench.core import bottleneck
+from swarmbench.core.manifest import WorkerLag
 
 SWEEP = ROOT / "tests" / "fixtures" / "analysis" / "sweep"
 SLOW, CALM = "20261121T194539Z_AlbumsHttpUser_w2", "20261121T194612Z_AlbumsHttpUser_w2"
@@ -25,7 +25,7 @@ def _lag_section(p99s: list[float], median_ms: float) -> dict:
          "series": [[3.0 * k, 0.2, p99 * k / 3, p99] for k in (1, 2, 3)]}
         for i, p99 in enumerate(p99s)
     ]  # fmt: skip
-    return lag.judge_lag([WorkerLag.from_json(w) for w in per_worker], median_ms).to_json()
+    return bottleneck.judge_lag([WorkerLag.from_json(w) for w in per_worker], median_ms).to_json()
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -49,7 +49,7 @@ def test_lag_chart_and_the_flag_in_the_report(tmp_path):
         assert f"Load generator lag over time — {name}" in html
     warning = html.split("What limited each run", 1)[1].split("</div>", 1)[0]
     assert SLOW in warning and CALM not in warning and "p99 400 ms late" in warning
-    assert lag.INFLATED.capitalize() in warning
+    assert bottleneck.INFLATED.capitalize() in warning
 
 
 def test_lag_frame_and_figure(tmp_path):
@@ -57,6 +57,6 @@ def test_lag_frame_and_figure(tmp_path):
     frame = lag_frame(runs[SLOW])
     assert sorted(frame["worker"].unique()) == ["worker0", "worker1"] and len(frame) == 6
     ax = lag_figure(runs[SLOW]).axes[0]
-    assert lag.INFLATED in ax.get_title() and "kept up" in lag_figure(runs[CALM]).axes[0].get_title()
+    assert bottleneck.INFLATED in ax.get_title() and "kept up" in lag_figure(runs[CALM]).axes[0].get_title()
     bound = [line for line in ax.lines if line.get_label().startswith("bound")]
-    assert bound and bound[0].get_ydata()[0] == lag.LAG_FLOOR_MS
+    assert bound and bound[0].get_ydata()[0] == bottleneck.LAG_FLOOR_MS

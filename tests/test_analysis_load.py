@@ -11,10 +11,8 @@ import numpy as np
 import pytest
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.errors import AnalysisError, AnalysisWarning
-from swarmbench.analysis.load import discover_runs, load_run, load_runs
-from swarmbench.analysis.locust_csv import read_history, read_stats
-from swarmbench.analysis.manifest import manifest_from_dict, read_manifest
+from swarmbench.analysis.locust_csv import AnalysisError, AnalysisWarning, read_history, read_stats
+from swarmbench.analysis.runs import discover_runs, load_run, load_runs, manifest_from_dict, read_manifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 SWEEP = sorted((FIXTURES / "sweep").iterdir())

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from swarmbench.analysis import plots, plots_time
-from swarmbench.analysis.charts import render_charts
-from swarmbench.analysis.load import load_runs
+from swarmbench.analysis import plots
 from swarmbench.analysis.plots import figure_png
-from swarmbench.analysis.report import build_report
+from swarmbench.analysis.report import build_report, render_charts
+from swarmbench.analysis.runs import load_runs
 from swarmbench.analysis.scaling import analyze_scaling
 from swarmbench.analysis.summary import summarize
 from swarmbench.analysis.timeseries import run_series
@@ -35,7 +34,7 @@ def figures(data) -> dict[str, Figure]:
         "speedup": plots.speedup_figure(groups[0]),
         "throughput": plots.throughput_figure(groups[0]),
         "endpoints": plots.endpoint_percentiles_figure(summary),
-        "over_time": plots_time.over_time_figure(run_series(runs[0]), runs[0].label),
+        "over_time": plots.over_time_figure(run_series(runs[0]), runs[0].label),
         "latency_users": plots.latency_vs_users_figure(summary),
         "classes": plots.user_class_comparison_figure(summary),
     }
@@ -77,7 +76,7 @@ def test_long_runs_get_wider_windows_a_multiple_of_the_report_interval(data):
 def test_over_time_chart_draws_count_rates_and_says_its_window_and_resolution(data):
     run = next(r for r in data[0] if r.meta.mode != "local")
     series = run_series(run)
-    fig = plots_time.over_time_figure(series, run.label)
+    fig = plots.over_time_figure(series, run.label)
     top, bottom = fig.axes[0], fig.axes[1]
     assert "~10 s window" in top.get_title()
     assert "resolution here 1 ms" in " ".join(t.get_text() for t in top.texts)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.errors import AnalysisWarning
-from swarmbench.analysis.load import load_runs
+from swarmbench.analysis.locust_csv import AnalysisWarning
+from swarmbench.analysis.runs import load_runs
 from swarmbench.analysis.scaling import analyze_scaling, group_key, group_runs, scaling_json
-from swarmbench.core.sections import SweepMembership
+from swarmbench.core.manifest import SweepMembership
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.load import load_runs
+from swarmbench.analysis.runs import load_runs
 from swarmbench.analysis.summary import aggregated, failures_table, settings_table, summarize
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"

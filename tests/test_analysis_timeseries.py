@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.cli import main as analysis_main
+from swarmbench.analysis.commands import main as analysis_main
 from swarmbench.analysis.knee import steps
-from swarmbench.analysis.load import load_run, load_runs
+from swarmbench.analysis.runs import load_run, load_runs
 from swarmbench.analysis.timeseries import (
     grids,
     report_interval_s,
@@ -23,7 +23,7 @@ from swarmbench.analysis.timeseries import (
     windows,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.errors.AnalysisWarning")  # no run.json
+pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")  # no run.json
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
 EXAMPLES = ROOT / "results" / "examples"

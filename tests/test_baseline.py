@@ -1,7 +1,7 @@
 """`--baseline DIR` on headless/staging runs (BASELINE=DIR make headless|staging).
 
 The headless runner needs Docker, so these tests exercise the code it calls after the run,
-runner/baseline.py compare_with_baseline(run folder, baseline, run's exit code), on real local runs
+runner/ab.py compare_with_baseline(run folder, baseline, run's exit code), on real local runs
 of the real target; and the CLI's validation of --baseline/BASELINE, which happens before Docker is
 ever asked for (a bad baseline costs a second, not a run).
 """
@@ -15,7 +15,7 @@ import pytest
 from conftest import Target, run_locust, run_module
 
 from swarmbench.core import exits
-from swarmbench.runner.baseline import SUFFIX, compare_with_baseline
+from swarmbench.runner.ab import SUFFIX, compare_with_baseline
 
 pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
 

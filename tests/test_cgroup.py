@@ -1,4 +1,4 @@
-"""CPU limits from cgroups (swarmbench/core/cgroup.py): fixture trees shared with the Go target's
+"""CPU limits from cgroups (swarmbench/plugin/generator.py): fixture trees shared with the Go target's
 tests (target/testdata/cgroup/, each with the answer in expect.json), then the real /sys/fs/cgroup
 inside a container started with a CPU limit."""
 
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from conftest import ROOT
 
-from swarmbench.core import cgroup
+from swarmbench.plugin import generator
 
 FIXTURES = ROOT / "target" / "testdata" / "cgroup"
 CASES = sorted(p.name for p in FIXTURES.iterdir())
@@ -21,13 +21,13 @@ CASES = sorted(p.name for p in FIXTURES.iterdir())
 def test_cpu_limit_of_each_fixture_tree(case: str):
     d = FIXTURES / case
     expect = json.loads((d / "expect.json").read_text())
-    got = cgroup.cpu_limit(d / "fs", (d / "proc-self-cgroup").read_text(), host_cores=8)
+    got = generator.cpu_limit(d / "fs", (d / "proc-self-cgroup").read_text(), host_cores=8)
     assert (got.cpus, got.source) == (pytest.approx(expect["cpus"]), expect["source"])
 
 
 def test_fixtures_cover_every_source():
     sources = {json.loads((FIXTURES / c / "expect.json").read_text())["source"] for c in CASES}
-    assert sources == {cgroup.V2_QUOTA, cgroup.V1_QUOTA, cgroup.CPUSET, cgroup.HOST}
+    assert sources == {generator.V2_QUOTA, generator.V1_QUOTA, generator.CPUSET, generator.HOST}
 
 
 @pytest.mark.parametrize(
@@ -35,29 +35,29 @@ def test_fixtures_cover_every_source():
     [("15000 100000", 0.15), ("200000 100000", 2.0), ("max 100000", None), ("", None), ("x 1", None)],
 )
 def test_parse_cpu_max(text, cpus):
-    assert cgroup.parse_cpu_max(text) == (pytest.approx(cpus) if cpus else None)
+    assert generator.parse_cpu_max(text) == (pytest.approx(cpus) if cpus else None)
 
 
 @pytest.mark.parametrize(
     ("text", "cores"), [("0-3,6", 5), ("2", 1), ("0-1,1-2", 3), ("", None), ("a-b", None)]
 )
 def test_parse_cpuset(text, cores):
-    assert cgroup.parse_cpuset(text) == cores
+    assert generator.parse_cpuset(text) == cores
 
 
 def test_v1_quota_of_minus_one_is_no_quota():
-    assert cgroup.parse_cfs("-1", "100000") is None
-    assert cgroup.parse_cfs("50000", "100000") == 0.5
+    assert generator.parse_cfs("-1", "100000") is None
+    assert generator.parse_cfs("50000", "100000") == 0.5
 
 
 def test_this_machine_has_a_sane_limit():
-    limit = cgroup.cpu_limit()
+    limit = generator.cpu_limit()
     assert 0 < limit.cpus <= len(os.sched_getaffinity(0))
-    assert limit.source in (cgroup.V2_QUOTA, cgroup.V1_QUOTA, cgroup.CPUSET, cgroup.HOST)
+    assert limit.source in (generator.V2_QUOTA, generator.V1_QUOTA, generator.CPUSET, generator.HOST)
 
 
 IMAGE = "swarmbench-locust:2.47.0"
-PROBE = "from swarmbench.core.cgroup import cpu_limit; import json; print(json.dumps(cpu_limit().to_json()))"
+PROBE = "from swarmbench.plugin.generator import cpu_limit; import json; print(json.dumps(cpu_limit().to_json()))"
 
 
 def _in_container(*docker_args: str) -> dict:
@@ -77,8 +77,8 @@ def test_real_cgroup_inside_a_container(docker_compose):
         cwd=ROOT, capture_output=True, timeout=600, check=True,
     )  # fmt: skip
     quota = _in_container("--cpus", "0.15")
-    assert quota["cpus"] == 0.15 and quota["source"] in (cgroup.V1_QUOTA, cgroup.V2_QUOTA), quota
-    assert _in_container("--cpuset-cpus", "0") == {"cpus": 1, "source": cgroup.CPUSET}
+    assert quota["cpus"] == 0.15 and quota["source"] in (generator.V1_QUOTA, generator.V2_QUOTA), quota
+    assert _in_container("--cpuset-cpus", "0") == {"cpus": 1, "source": generator.CPUSET}
     assert _in_container("--cpuset-cpus", "0", "--cpus", "0.5")["cpus"] == 0.5
     free = _in_container()
-    assert free["cpus"] == len(os.sched_getaffinity(0)) and free["source"] in (cgroup.CPUSET, cgroup.HOST)
+    assert free["cpus"] == len(os.sched_getaffinity(0)) and free["source"] in (generator.CPUSET, generator.HOST)

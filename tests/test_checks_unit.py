@@ -27,7 +27,7 @@ from swarmbench.core.checks import (
     parse_check,
     parse_checks,
 )
-from swarmbench.core.errors import UsageError
+from swarmbench.core.exits import UsageError
 from swarmbench.runner import settings
 
 FIXTURES = ROOT / "tests" / "fixtures" / "checks"

@@ -1,12 +1,11 @@
-"""Fair comparisons (swarmbench/compare/fairness.py): every setting that differs is named; only the
+"""Fair comparisons (swarmbench/compare/sides.py): every setting that differs is named; only the
 load is refused. Manifests built directly: this is about which keys count, not about runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from swarmbench.compare.fairness import differences
-from swarmbench.compare.load import RunData
+from swarmbench.compare.sides import RunData, differences
 from swarmbench.core.manifest import RunManifest
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from swarmbench.compare import stats
-from swarmbench.compare.load import bucket_values_us
-from swarmbench.compare.verdict import IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
-from swarmbench.hdr import new_histogram
+from swarmbench.compare.sides import bucket_values_us
+from swarmbench.compare.stats import IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
+from swarmbench.latency.histogram import new_histogram
 
 WINDOWS, PER_WINDOW = 60, 150
 MEDIAN_US, SIGMA, PHI, WINDOW_SD = 10_000, 0.3, 0.3, 0.04

@@ -11,7 +11,7 @@ import pytest
 from make_runs import compose_env, make
 from runs import manifest, only_run, stats, total
 
-from swarmbench.core import lag
+from swarmbench.core import bottleneck
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose"), pytest.mark.quiet]  # CPU shares
 
@@ -40,9 +40,9 @@ def test_a_worker_at_its_cpu_quota_is_generator_bound_and_flagged(tmp_path):
     b = m["bottleneck"]
     assert b["verdict"] == "generator-bound", b
     g = m["generator_lag"]
-    assert g["inflated"] and g["flag"] == lag.INFLATED and g["worst_p99_ms"] > g["bound_ms"], g
+    assert g["inflated"] and g["flag"] == bottleneck.INFLATED and g["worst_p99_ms"] > g["bound_ms"], g
     assert all(w["series"] for w in g["per_worker"]), "the lag over time, per worker"
-    assert f"swarmbench: {lag.INFLATED}" in out, out[-3000:]
+    assert f"swarmbench: {bottleneck.INFLATED}" in out, out[-3000:]
 
 
 def test_a_target_at_its_cpu_quota_is_target_bound_and_its_generators_are_not_flagged(tmp_path):
@@ -56,4 +56,4 @@ def test_a_target_at_its_cpu_quota_is_target_bound_and_its_generators_are_not_fl
     b = m["bottleneck"]
     assert b["verdict"] == "target-bound" and "of its 0.25 CPU(s)" in b["reason"], b
     assert not m["generator_lag"]["inflated"], m["generator_lag"]
-    assert lag.INFLATED not in out
+    assert bottleneck.INFLATED not in out

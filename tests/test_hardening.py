@@ -22,7 +22,7 @@ from _hardening import HARDENING, error_lines, snapshot, swarmbench
 from conftest import ROOT
 from make_runs import compose_env
 
-from swarmbench.core.errors import UsageError
+from swarmbench.core.exits import UsageError
 from swarmbench.runner import compose
 
 # --- make: no value reaches a shell ------------------------------------------------------------

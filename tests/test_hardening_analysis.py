@@ -16,7 +16,7 @@ import pytest
 from _hardening import FIXTURES, HARDENING, error_lines, snapshot
 from conftest import run_module
 
-from swarmbench.analysis.cli import write_atomically
+from swarmbench.analysis.commands import write_atomically
 
 SWEEP = FIXTURES / "analysis" / "sweep"
 RUN = SWEEP / "20261121T194528Z_AlbumsHttpUser_local"  # stats row 5 is Aggregated: 8442 requests

@@ -20,7 +20,7 @@ from conftest import free_port, run_locust, wait_http
 from make_runs import compose_env
 
 from swarmbench.core import exits
-from swarmbench.plugin import redact
+from swarmbench.core.headers import REDACTED, RedactingFilter, Redactor, secrets_of
 
 PLUGIN_AND_ECHO = f"locustfiles/swarmbench_plugin.py,{HARDENING / 'echo_locustfile.py'}"
 
@@ -75,7 +75,7 @@ def test_unsendable_header_values_stop_locust_by_line_without_the_value(
 
 @pytest.mark.parametrize(("where", "content", "line", "problem"), HEADER_CASES, ids=HEADER_IDS)
 def test_unsendable_header_values_stop_make_staging_before_docker(tmp_path, where, content, line, problem):
-    """The runner reads the same lines (core/headerlines.py) before any image is built."""
+    """The runner reads the same lines (core/headers.py) before any image is built."""
     env, source = header_source(tmp_path, where, content, line)
     if "LOCUST_HEADERS_FILE" in env:
         env = {"SWARMBENCH_HEADERS_FILE": env.pop("LOCUST_HEADERS_FILE")}
@@ -142,22 +142,22 @@ def test_secret_header_values_echoed_by_a_locustfile_are_redacted_everywhere(
         for path in (p for p in run_dir.rglob("*") if p.is_file()):
             assert secret.encode() not in path.read_bytes(), f"{secret} in {path.name}"
     # Not vacuous: the echoes happened, and were replaced.
-    assert redact.REDACTED in (run_dir / "locust_failures.csv").read_text()
-    assert redact.REDACTED in (run_dir / "report.html").read_text()
-    assert f"token in use: {redact.REDACTED}" in log
+    assert REDACTED in (run_dir / "locust_failures.csv").read_text()
+    assert REDACTED in (run_dir / "report.html").read_text()
+    assert f"token in use: {REDACTED}" in log
     man = json.loads((run_dir / "run.json").read_text())
     assert man["request_headers"] == ["X-Api-Key", "X-Auth", "X-Env", "X-Stage"]
     # A value that is also a word of Locust's own report code is redacted from the data only:
     # the report's JavaScript (which says "production") is left intact.
     page = (run_dir / "report.html").read_text()
     (data,) = [line for line in page.splitlines() if line.strip().startswith("window.templateArgs =")]
-    assert "production" in page and "production" not in data and redact.REDACTED in data
+    assert "production" in page and "production" not in data and REDACTED in data
     assert man["totals"]["failures"] > 0
 
 
 def test_redactor_finds_every_escaping_of_a_value():
     secret = "p\"<&'\\w0rdXYZ"
-    r = redact.Redactor(redact.secrets_of({"X-Key": secret, "X-Short": "1"}))
+    r = Redactor(secrets_of({"X-Key": secret, "X-Short": "1"}))
     message = repr(ValueError(f"invalid value for header field 'X-Key': {secret!r}"))
     cell = io.StringIO()
     csv.writer(cell).writerow([message])
@@ -170,7 +170,7 @@ def test_redactor_finds_every_escaping_of_a_value():
     ]
     for text in nested:
         clean = r.text(text)
-        assert redact.REDACTED in clean and "w0rdXYZ" not in clean, text
+        assert REDACTED in clean and "w0rdXYZ" not in clean, text
         assert "w0rdXYZ" not in r.data(text.encode()).decode()
     # A short value is not a secret worth corrupting numbers for: "1" stays in "8442".
     assert r.text("8442 requests") == "8442 requests"
@@ -180,7 +180,7 @@ def test_logging_filter_redacts_messages_arguments_and_tracebacks():
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     secret = "Bearer sekrit-token-123"
-    handler.addFilter(redact.RedactingFilter(redact.Redactor(redact.secrets_of({"Authorization": secret}))))
+    handler.addFilter(RedactingFilter(Redactor(secrets_of({"Authorization": secret}))))
     logger = logging.getLogger(f"test-redact-{uuid.uuid4().hex}")
     logger.addHandler(handler)
     logger.propagate = False
@@ -191,4 +191,4 @@ def test_logging_filter_redacts_messages_arguments_and_tracebacks():
     logger.removeHandler(handler)
     out = stream.getvalue()
     # The message, the traceback's source line and its exception line.
-    assert "sekrit" not in out and out.count(redact.REDACTED) == 3, out
+    assert "sekrit" not in out and out.count(REDACTED) == 3, out

@@ -1,5 +1,5 @@
-"""The generator's event-loop lag: percentiles, the bound, the verdict (core/lag.py), the master's
-book of reports (plugin/looplag.py's LagBook, Locust-free)."""
+"""The generator's event-loop lag: percentiles, the bound, the verdict (core/bottleneck.py), the master's
+book of reports (plugin/generator.py's LagBook, Locust-free)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,19 @@ import random
 
 import pytest
 
-from swarmbench.core import lag
-from swarmbench.core import verdict as V
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import TargetCounters, WorkerLag
-from swarmbench.plugin.looplag import LagBook
+from swarmbench.core import bottleneck
+from swarmbench.core import bottleneck as V
+from swarmbench.core.manifest import RunManifest, TargetCounters, WorkerLag
+from swarmbench.plugin.generator import LagBook
 
 
 def test_histogram_percentiles_are_within_five_percent_of_exact():
     rng = random.Random(7)
     samples = [rng.lognormvariate(0, 1.5) for _ in range(20_000)]
-    h = lag.Histogram()
+    h = bottleneck.Histogram()
     for x in samples:
         h.add(x)
-    exact = lag.percentiles(samples)
+    exact = bottleneck.percentiles(samples)
     got = h.summary()
     assert got["n"] == exact["n"] == 20_000 and got["max_ms"] == exact["max_ms"]
     for key in ("p50_ms", "p99_ms"):
@@ -28,8 +27,8 @@ def test_histogram_percentiles_are_within_five_percent_of_exact():
 
 
 def test_exact_percentiles_nearest_rank():
-    assert lag.percentiles([]) == {"n": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
-    got = lag.percentiles(float(i) for i in range(1, 101))
+    assert bottleneck.percentiles([]) == {"n": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
+    got = bottleneck.percentiles(float(i) for i in range(1, 101))
     assert (got["p50_ms"], got["p99_ms"], got["max_ms"]) == (50.0, 99.0, 100.0)
 
 
@@ -37,14 +36,14 @@ def test_exact_percentiles_nearest_rank():
     ("p99", "median", "flagged"),
     [
         (5.0, 1.0, False),  # below the floor: timer jitter, not inflation
-        (lag.LAG_FLOOR_MS + 1, 2.0, True),  # above the floor and far above 10 % of a 2 ms median
+        (bottleneck.LAG_FLOOR_MS + 1, 2.0, True),  # above the floor and far above 10 % of a 2 ms median
         (30.0, 400.0, False),  # 30 ms late is under 10 % of a 400 ms median
         (50.0, 400.0, True),
         (None, 5.0, False),
     ],
 )
 def test_the_bound(p99, median, flagged):
-    assert lag.inflated(p99, median) is flagged
+    assert bottleneck.inflated(p99, median) is flagged
 
 
 def judge(run: dict) -> dict:
@@ -54,14 +53,14 @@ def judge(run: dict) -> dict:
 
 def test_judge_names_the_worst_worker_and_the_verdict_follows():
     workers = [WorkerLag(id="a", p99_ms=3.0), WorkerLag(id="b", p99_ms=80.0)]
-    section = lag.judge_lag(workers, median_response_ms=4.0).to_json()
+    section = bottleneck.judge_lag(workers, median_response_ms=4.0).to_json()
     assert (section["worst_worker"], section["worst_p99_ms"], section["inflated"]) == ("b", 80.0, True)
-    assert section["flag"] == lag.INFLATED and section["bound_ms"] == lag.LAG_FLOOR_MS
+    assert section["flag"] == bottleneck.INFLATED and section["bound_ms"] == bottleneck.LAG_FLOOR_MS
     run = {"generator_lag": section, "duration_s": 10, "totals": {"requests": 100, "failures": 0}}
     b = judge(run)
-    assert b["verdict"] == "generator-bound" and b["reason"].startswith(lag.INFLATED), b
+    assert b["verdict"] == "generator-bound" and b["reason"].startswith(bottleneck.INFLATED), b
     assert "p99 80 ms late" in b["reason"]
-    calm = lag.judge_lag([WorkerLag(id="a", p99_ms=1.5)], median_response_ms=4.0).to_json()
+    calm = bottleneck.judge_lag([WorkerLag(id="a", p99_ms=1.5)], median_response_ms=4.0).to_json()
     assert not calm["inflated"] and calm["flag"] is None
     assert judge({**run, "generator_lag": calm})["verdict"] != "generator-bound"
 

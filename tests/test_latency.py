@@ -16,8 +16,8 @@ from runs import manifest, only_run, stats
 
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.hdr import CSV_COLUMNS
-from swarmbench.hdr_windows import WINDOW_COLUMNS, Windows
+from swarmbench.latency.histogram import CSV_COLUMNS
+from swarmbench.latency.windows import WINDOW_COLUMNS, Windows
 
 pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: run alone (make test-py)
 

@@ -24,7 +24,7 @@ from runs import assert_complete_folder, manifest, only_run, stats, total
 
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.hdr_windows import WINDOW_COLUMNS
+from swarmbench.latency.windows import WINDOW_COLUMNS
 
 pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: run alone (make test-py)
 

@@ -13,9 +13,9 @@ from collections import Counter
 import pytest
 
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.hdr import KINDS, PERCENTILES, decode, new_histogram, percentile_values
-from swarmbench.hdr_windows import SEAL_AFTER, WINDOW_COLUMNS, Windows, window_row
-from swarmbench.plugin.hdr import Recorder
+from swarmbench.latency.histogram import KINDS, PERCENTILES, decode, new_histogram, percentile_values
+from swarmbench.latency.recorder import Recorder
+from swarmbench.latency.windows import SEAL_AFTER, WINDOW_COLUMNS, Windows, window_row
 
 NAMES = [("GET", "GET /albums"), ("GET", "GET /albums/{id}"), ("POST", "POST /albums")]
 

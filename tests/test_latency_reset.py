@@ -12,7 +12,7 @@ from runs import manifest, only_run, stats
 
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.hdr_windows import Windows
+from swarmbench.latency.windows import Windows
 
 
 @pytest.fixture(scope="module")

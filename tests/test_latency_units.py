@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from swarmbench.analysis.thresholds import evaluate_folder, exact_book
+from swarmbench.analysis.summary import evaluate_folder, exact_book
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED, parse_checks
-from swarmbench.core.errors import InputError
-from swarmbench.hdr import (
+from swarmbench.core.exits import InputError
+from swarmbench.latency.histogram import (
     HIGHEST_US,
     LatencyBook,
     add_counts,
@@ -31,8 +31,8 @@ from swarmbench.hdr import (
     new_histogram,
     to_us,
 )
-from swarmbench.hdr_windows import WINDOW_COLUMNS, Windows, window_of
-from swarmbench.plugin.hdr import Recorder
+from swarmbench.latency.recorder import Recorder
+from swarmbench.latency.windows import WINDOW_COLUMNS, Windows, window_of
 
 EXAMPLES = sorted(p.parent for p in ROOT.glob("results/examples/*/run.json"))
 NAMES = [("GET", "GET /albums"), ("GET", "GET /albums/{id}"), ("POST", "POST /albums")]

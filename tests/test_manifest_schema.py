@@ -1,4 +1,4 @@
-"""run.json's schema: every field and section typed once (core/schema.py, sections.py, manifest.py).
+"""run.json's schema: every field and section typed once (core/manifest.py, sections.py, manifest.py).
 
 A manifest with every field of every section set is written and read back equal; every run.json
 checked into the repository (results/examples, tests/fixtures: real runs, schema versions 1 and 2)
@@ -16,10 +16,17 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from swarmbench.core.errors import InputError
-from swarmbench.core.manifest import SCHEMA_VERSION, RunManifest
-from swarmbench.core.schema import CHOICES, Record
-from swarmbench.core.sections import Event, Node, Nodes, WorkersPoint
+from swarmbench.core.exits import InputError
+from swarmbench.core.manifest import (
+    CHOICES,
+    SCHEMA_VERSION,
+    Event,
+    Node,
+    Nodes,
+    Record,
+    RunManifest,
+    WorkersPoint,
+)
 
 CHECKED_IN = sorted([*ROOT.glob("results/examples/**/run.json"), *ROOT.glob("tests/fixtures/**/run.json")])
 

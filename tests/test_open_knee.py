@@ -1,5 +1,5 @@
-"""`knee --rates` and `sweep --arrival-rate`: the stepped arrival-rate schedule (core/steps.py), the
-open-model knee and the highest rate N workers sustain (analysis/open_knee.py) on synthetic
+"""`knee --rates` and `sweep --arrival-rate`: the stepped arrival-rate schedule (core/loadspec.py), the
+open-model knee and the highest rate N workers sustain (analysis/openmodel.py) on synthetic
 per-second rows, and real local runs (the Go target slowed to 100 ms, a small pool) whose knee and
 sustained rates follow from the pool: U users at 100 ms hold about 10 x U iterations/s.
 
@@ -19,15 +19,14 @@ import pytest
 from conftest import ROOT
 from make_runs import compose_env
 
-from swarmbench.analysis import cli as analysis_cli
-from swarmbench.analysis import open_knee, open_model
-from swarmbench.core.arrival import Hold, holds, parse_arrival_rate
-from swarmbench.core.errors import UsageError
+from swarmbench.analysis import commands as analysis_cli
+from swarmbench.analysis import openmodel
+from swarmbench.core.bottleneck import KNEE_P99_MS, knee_p99_ms
+from swarmbench.core.exits import UsageError
+from swarmbench.core.loadspec import Hold, holds, parse_arrival_rate, parse_step_rates
 from swarmbench.core.manifest import RunManifest
-from swarmbench.core.steps import parse_step_rates
 from swarmbench.core.sweepstate import SweepPoint
-from swarmbench.core.verdict import KNEE_P99_MS, knee_p99_ms
-from swarmbench.runner import plan
+from swarmbench.runner import points
 from swarmbench.runner.knee import knee_env
 from swarmbench.runner.points import PointRunner
 from swarmbench.runner.sweep import knee_bound, report_command
@@ -86,7 +85,7 @@ def test_knee_env_in_open_mode():
 # --- the knee on synthetic per-second rows --------------------------------------------------------------
 
 
-def synthetic(spec: str, held: dict[float, tuple[float, float]], seconds: int) -> open_model.OpenRun:
+def synthetic(spec: str, held: dict[float, tuple[float, float]], seconds: int) -> openmodel.OpenRun:
     """A run of SPEC: each second offers its rate; HELD maps a rate to (dropped share, p99 ms)."""
     schedule = parse_arrival_rate(spec)
     rows = []
@@ -99,7 +98,7 @@ def synthetic(spec: str, held: dict[float, tuple[float, float]], seconds: int) -
              "service_p99_ms": 10.0, "intended_p99_ms": p99}
         )  # fmt: skip
     manifest = RunManifest.from_json({"open_model": {"arrival_rate": spec}})
-    return open_model.OpenRun(Path("synthetic"), manifest, pd.DataFrame(rows))
+    return openmodel.OpenRun(Path("synthetic"), manifest, pd.DataFrame(rows))
 
 
 STEPS = parse_step_rates("100 100 6 500").arrival_rate()  # 100 .. 500/s, 6 s each: 30 s
@@ -107,7 +106,7 @@ STEPS = parse_step_rates("100 100 6 500").arrival_rate()  # 100 .. 500/s, 6 s ea
 
 def test_the_knee_is_the_last_rate_held_before_drops():
     run = synthetic(STEPS, {400: (0.05, 80.0), 500: (0.3, 900.0)}, 36)
-    k = open_knee.open_model_knee(run)
+    k = openmodel.open_model_knee(run)
     assert k is not None and k.rate == 300
     assert k.steps["held"].tolist() == [True, True, True, False, False]
     assert k.steps["seconds"].tolist() == [5, 5, 5, 5, 10]  # the first second of each step settles
@@ -117,27 +116,27 @@ def test_the_knee_is_the_last_rate_held_before_drops():
 
 def test_intended_p99_over_the_bound_is_a_knee_too():
     run = synthetic(STEPS, {300: (0.0, 450.0), 400: (0.0, 700.0)}, 36)
-    assert open_knee.open_model_knee(run).rate == 300
-    k = open_knee.open_model_knee(run, bound_ms=400.0)
+    assert openmodel.open_model_knee(run).rate == 300
+    k = openmodel.open_model_knee(run, bound_ms=400.0)
     assert k.rate == 200 and "intended-start p99 450 ms over 400 ms" in k.sentence()
-    assert open_knee.sustained_rate(run) == {"offered": 500, "sustained": 500}  # the sweep: no bound
+    assert openmodel.sustained_rate(run) == {"offered": 500, "sustained": 500}  # the sweep: no bound
 
 
 def test_no_knee_when_every_step_held_and_none_when_the_first_did_not():
-    k = open_knee.open_model_knee(synthetic(STEPS, {}, 36))
+    k = openmodel.open_model_knee(synthetic(STEPS, {}, 36))
     assert k.rate == 500 and k.sentence().startswith("No knee up to 500/s: every step held")
-    k = open_knee.open_model_knee(synthetic(STEPS, {100: (0.02, 20.0)}, 36))
+    k = openmodel.open_model_knee(synthetic(STEPS, {100: (0.02, 20.0)}, 36))
     assert k.rate is None and k.sentence().startswith("No rate held: already at 100/s, 2.0% dropped")
 
 
 def test_a_held_step_above_a_failed_one_is_luck_not_capacity():
-    assert open_knee.open_model_knee(synthetic(STEPS, {200: (0.1, 50.0)}, 36)).rate == 100
+    assert openmodel.open_model_knee(synthetic(STEPS, {200: (0.1, 50.0)}, 36)).rate == 100
 
 
 def test_a_single_rate_is_no_knee_search():
     run = synthetic("250", {}, 10)
-    assert open_knee.open_model_knee(run) is None
-    assert open_knee.sustained_rate(run) == {"offered": 250, "sustained": 250}
+    assert openmodel.open_model_knee(run) is None
+    assert openmodel.sustained_rate(run) == {"offered": 250, "sustained": 250}
 
 
 def test_sweep_table_per_worker_count():
@@ -148,14 +147,14 @@ def test_sweep_table_per_worker_count():
         ("AlbumsFastHttpUser", 2, synthetic(spec, {240: (0.2, 90.0)}, 13)),
         ("AlbumsFastHttpUser", 2, synthetic(spec, {}, 13)),
     ]
-    table = open_knee.sweep_table(points)
+    table = openmodel.sweep_table(points)
     assert table[
         ["workers", "repeats", "sustained_every_repeat", "sustained_best_repeat"]
     ].values.tolist() == [
         [1, 2, 60, 120],
         [2, 2, 120, 240],
     ]
-    assert open_knee.sweep_table(points[:2]) is None  # one worker count: no scaling question
+    assert openmodel.sweep_table(points[:2]) is None  # one worker count: no scaling question
 
 
 def test_the_report_takes_its_knee_bound_from_the_command_line_only(monkeypatch):
@@ -187,14 +186,14 @@ def test_the_runner_passes_knee_p99_ms_to_the_report(tmp_path):
 
 
 def test_sweep_passes_the_schedule_to_every_point(tmp_path):
-    s = plan.sweep_settings({"workers": "1 2"}, {"ARRIVAL_RATE": "100; 200@5s"})
+    s = points.sweep_settings({"workers": "1 2"}, {"ARRIVAL_RATE": "100; 200@5s"})
     assert s.arrival_rate == "100; 200@5s" and s.identity()["arrival_rate"] == "100; 200@5s"
     env = PointRunner(s, tmp_path, {}).point_env(SweepPoint("r1-w2-X", 1, 2, "X", 50))
     assert env["LOCUST_ARRIVAL_RATE"] == "100; 200@5s"
-    closed = plan.sweep_settings({}, {})
+    closed = points.sweep_settings({}, {})
     assert closed.arrival_rate is None and "arrival_rate" not in closed.identity()  # old sweeps resume
     with pytest.raises(UsageError, match=r"^ARRIVAL_RATE: invalid arrival rate '100; 200@soon'"):
-        plan.sweep_settings({"arrival_rate": "100; 200@soon"}, {})
+        points.sweep_settings({"arrival_rate": "100; 200@soon"}, {})
 
 
 def test_a_dry_run_shows_the_schedule_every_point_offers(tmp_path):
@@ -254,9 +253,9 @@ def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=150,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
-    run = open_model.load(tmp_path / "k")
+    run = openmodel.load(tmp_path / "k")
     assert run.summary.arrival_rate == "40; 40@5s; 80@0s; 80@5s; 120@0s; 120@5s"
-    k = open_knee.open_model_knee(run)
+    k = openmodel.open_model_knee(run)
     assert k is not None and k.rate == 80, k.steps
     assert k.steps["dropped_ratio"].iloc[-1] > 0.1
     assert k.steps["achieved_rate"].iloc[:2].tolist() == pytest.approx([40, 80], rel=0.01)
@@ -279,9 +278,9 @@ def test_sweep_reports_the_highest_rate_n_workers_sustain(albums_binary, tmp_pat
     assert res.returncode == 0, res.stderr[-3000:]
     sweep_dir = tmp_path / "open"
     points = [
-        ("AlbumsFastHttpUser", w, open_model.load(sweep_dir / f"r1-w{w}-AlbumsFastHttpUser")) for w in (1, 2)
+        ("AlbumsFastHttpUser", w, openmodel.load(sweep_dir / f"r1-w{w}-AlbumsFastHttpUser")) for w in (1, 2)
     ]
-    table = open_knee.sweep_table(points)
+    table = openmodel.sweep_table(points)
     assert table["sustained_every_repeat"].tolist() == [60, 120], table
     report = (sweep_dir / "report" / "report.html").read_text()
     assert "Highest arrival rate sustained vs workers" in report
@@ -312,13 +311,13 @@ def test_knee_through_compose_splits_the_rate_over_two_workers(tmp_path):
                         "-t", "5"], capture_output=True, timeout=120)  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     run_dir = tmp_path / "results" / "ck"
-    run = open_model.load(run_dir)
+    run = openmodel.load(run_dir)
     assert run.summary.arrival_rate == "20; 20@5s; 40@0s; 40@5s"
     assert len(run.summary.per_worker) == 2, run.summary.per_worker
     started = [w.started for w in run.summary.per_worker.values()]
     assert min(started) == pytest.approx(max(started), rel=0.1), run.summary.per_worker
     assert run.summary.dropped_iterations == 0, run.summary
-    k = open_knee.open_model_knee(run)
+    k = openmodel.open_model_knee(run)
     assert k is not None and k.failed() is None and k.rate == 40, k.steps  # every step held
     assert k.steps["achieved_rate"].tolist() == pytest.approx([20, 40], rel=0.01)
     report = (run_dir / "analysis" / "report.html").read_text()

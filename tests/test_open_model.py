@@ -18,10 +18,10 @@ import pytest
 from conftest import ROOT, Target, free_port, locust_cmd, run_locust, run_module
 from runs import manifest, method_counts, only_run, stats, target_album_requests, total
 
-from swarmbench.analysis import open_model as open_analysis
+from swarmbench.analysis import openmodel as open_analysis
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.hdr import CSV_COLUMNS
+from swarmbench.latency.histogram import CSV_COLUMNS
 
 pytestmark = pytest.mark.quiet  # arrival rates held and dropped: run alone (make test-py)
 

@@ -1,6 +1,6 @@
 """Open-model load (--arrival-rate), the pure parts: the stage grammar and the rate it offers, the
 runner's check of the settings, counts and exact HDR merges across workers, and the open-model
-verdict (core/arrival.py, core/arrival_counts.py, swarmbench/hdr.py, core/verdict.py). The real
+verdict (core/loadspec.py, core/openmodel.py, swarmbench/latency/histogram.py, core/bottleneck.py). The real
 Locust runs are in test_open_model.py.
 """
 
@@ -11,17 +11,15 @@ import random
 
 import pytest
 
-from swarmbench.analysis import open_model as open_analysis
+from swarmbench.analysis import openmodel as open_analysis
 from swarmbench.core import folder
-from swarmbench.core.arrival import parse_arrival_rate
-from swarmbench.core.arrival_counts import ArrivalCounts, summarize
+from swarmbench.core.bottleneck import judge_open
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.core.durations import parse_duration
-from swarmbench.core.errors import UsageError
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import OpenCapacity
-from swarmbench.core.verdict import judge_open
-from swarmbench.hdr import LatencyBook
+from swarmbench.core.exits import UsageError
+from swarmbench.core.loadspec import parse_arrival_rate, parse_duration
+from swarmbench.core.manifest import OpenCapacity, RunManifest
+from swarmbench.core.openmodel import ArrivalCounts, summarize
+from swarmbench.latency.histogram import LatencyBook
 from swarmbench.runner.settings import check_arrival as check_settings
 
 # --- the grammar ------------------------------------------------------------------------------------

@@ -1,30 +1,29 @@
-"""The open model's dispatch, as properties: core/slots.py against a plain per-slot reference, the
+"""The open model's dispatch, as properties: core/openmodel.py against a plain per-slot reference, the
 batched latency recorder against one record per sample, and the timerfd alarm with real gevent.
 
 The reference is the open model's definition, slot by slot: at its due time a slot goes to the user
 that has been free longest, if one is free (or frees up within the allowed wait); otherwise it is
-dropped. The claim model (users claim slots when they free up, core/slots.py) must agree with it on
+dropped. The claim model (users claim slots when they free up, core/openmodel.py) must agree with it on
 every slot, for random schedules, pool sizes, service times, allowed waits and generator shares.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import random
-import time
+import subprocess
+import sys
 from collections import Counter
 
-import gevent
 import pytest
-from gevent.hub import Waiter
 
-from swarmbench.core.arrival import ArrivalSchedule, Stage
-from swarmbench.core.slots import Slots
-from swarmbench.hdr import LatencyBook, Timeline
-from swarmbench.hdr_windows import Windows
-from swarmbench.plugin.alarm import EARLY_S, Alarm
-from swarmbench.plugin.hdr import Recorder
+from swarmbench.core.loadspec import ArrivalSchedule, Stage
+from swarmbench.core.openmodel import Slots
+from swarmbench.latency.histogram import LatencyBook, Timeline
+from swarmbench.latency.recorder import Recorder
+from swarmbench.latency.windows import Windows
 
 GRACE = 0.001
 
@@ -43,7 +42,7 @@ def service_time(seed: int, k: float, mean: float) -> float:
 
 
 def claim_model(slots: Slots, users: int, end: float, wait: float, seed: int, mean: float) -> dict:
-    """Drive Slots as plugin/pool.py does: a user that frees up expires what is too old, claims
+    """Drive Slots as plugin/openmodel.py does: a user that frees up expires what is too old, claims
     the lowest slot, starts it when due (or at once, late), and frees up after its service time.
     Returns {slot: ("started", start) | ("dropped", second)}."""
     outcome: dict[float, tuple] = {}
@@ -181,25 +180,43 @@ def test_batched_recording_equals_recording_each_sample(monkeypatch):
 # --- the alarm: real gevent, a real timerfd ----------------------------------------------------------
 
 
+ALARM_PROBE = """
+import json, random, time
+import gevent
+from gevent.hub import Waiter
+from swarmbench.plugin.openmodel import EARLY_S, Alarm
+
+alarm = Alarm.create()
+if alarm is None:
+    print(json.dumps(None))
+    raise SystemExit(0)
+rng = random.Random(3)
+start = time.perf_counter() + 0.02
+dues = [start + rng.uniform(0, 0.05) for _ in range(60)]
+woke = []
+
+def sleeper(due):
+    waiter = Waiter()
+    alarm.sleep_until(due, waiter)
+    waiter.get()
+    woke.append((due, time.perf_counter()))
+
+cancelled = Waiter()
+alarm.cancel(alarm.sleep_until(start, cancelled))  # a cancelled entry wakes nobody
+gevent.joinall([gevent.spawn(sleeper, d) for d in dues], timeout=10)
+print(json.dumps({"dues": dues, "woke": woke, "early_s": EARLY_S, "cancelled_woke": cancelled.ready()}))
+"""
+"""The alarm lives in the plugin (Locust imported, gevent patched): it runs in its own process."""
+
+
 def test_the_alarm_wakes_every_sleeper_on_time_in_due_order():
-    alarm = Alarm.create()
-    if alarm is None:
+    res = subprocess.run([sys.executable, "-c", ALARM_PROBE], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    found = json.loads(res.stdout)
+    if found is None:
         pytest.skip("no timerfd on this platform (the pool sleeps on gevent's timers)")
-    rng = random.Random(3)
-    start = time.perf_counter() + 0.02
-    dues = [start + rng.uniform(0, 0.05) for _ in range(60)]
-    woke: list[tuple[float, float]] = []
-
-    def sleeper(due: float) -> None:
-        waiter = Waiter()
-        alarm.sleep_until(due, waiter)
-        waiter.get()
-        woke.append((due, time.perf_counter()))
-
-    cancelled = Waiter()
-    alarm.cancel(alarm.sleep_until(start, cancelled))  # a cancelled entry wakes nobody
-    gevent.joinall([gevent.spawn(sleeper, d) for d in dues], timeout=10)
+    dues, woke, early_s = found["dues"], found["woke"], found["early_s"]
     assert len(woke) == len(dues)
-    assert all(at >= due - EARLY_S for due, at in woke), "woken more than EARLY_S before its time"
+    assert all(at >= due - early_s for due, at in woke), "woken more than EARLY_S before its time"
     assert [due for due, _ in woke] == sorted(dues), "woken out of due order"
-    assert not cancelled.ready()
+    assert not found["cancelled_woke"]

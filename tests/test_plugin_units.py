@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT
 
 from swarmbench.core import folder, target
-from swarmbench.plugin import cpu
+from swarmbench.plugin import generator
 
 METRICS = (ROOT / "tests" / "fixtures" / "metrics" / "albums_rwmutex.prom").read_text()
 """What the real target served on /metrics after a few real requests (see the fixture's README)."""
@@ -113,16 +113,16 @@ def test_generated_run_ids_never_collide_and_explicit_ones_never_overwrite(tmp_p
 
 
 def test_cpu_series_mean_and_busiest_interval():
-    s = cpu.CpuSeries()
+    s = generator.CpuSeries()
     for wall, used in [(3.0, 0.3), (6.0, 2.7), (9.0, 3.0)]:  # 10 %, 80 %, 10 % per interval
         s.add(wall, used)
     assert s.mean_percent() == pytest.approx(33.3, abs=0.1)
     assert s.max_percent() == pytest.approx(80.0)
-    assert cpu.summarize({"a": s}).max_percent == pytest.approx(80.0)
+    assert generator.summarize({"a": s}).max_percent == pytest.approx(80.0)
 
 
 def test_cpu_series_max_is_never_below_the_mean():
-    s = cpu.CpuSeries()
+    s = generator.CpuSeries()
     s.add(3.0, 1.5)
     s.add(3.4, 2.0)  # a short last interval is merged, not dropped
     assert s.max_percent() >= s.mean_percent()

@@ -21,9 +21,8 @@ from conftest import Target, free_port
 from runs import assert_complete_folder, only_run, reap, stats, target_album_requests, total
 
 from swarmbench.core import exits
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.status import EVENT_KINDS, run_exit_code
-from swarmbench.plugin.health import FAILED_RATIO, TARGET_DOWN_S, TARGET_HANG_S, Health
+from swarmbench.core.health import FAILED_RATIO, TARGET_DOWN_S, TARGET_HANG_S, Health
+from swarmbench.core.manifest import EVENT_KINDS, RunManifest, run_exit_code
 
 # --- the rules, on their own (pure) ---------------------------------------------------------------
 
@@ -39,7 +38,7 @@ def test_health_status_rules():
     assert [(p.t_s, p.connected) for p in h.timeline] == [(0.0, 2), (5.0, 1)]
     h.signal(signal.SIGTERM, now=6.0)
     assert h.status(100, 0) == "interrupted" and h.interrupting_signal() == signal.SIGTERM
-    assert {e.kind for e in h.events} <= set(EVENT_KINDS), "an event kind not named in core/status.py"
+    assert {e.kind for e in h.events} <= set(EVENT_KINDS), "an event kind not named in core/manifest.py"
 
 
 def test_requests_that_hang_are_a_target_that_stopped_answering():
@@ -114,7 +113,7 @@ def test_exit_code_precedence(status, signum, allow, base, code):
 
 
 def test_run_json_rejects_an_unknown_status(tmp_path):
-    from swarmbench.core.errors import InputError
+    from swarmbench.core.exits import InputError
 
     with pytest.raises(InputError, match='"status" should be one of complete, interrupted'):
         RunManifest.from_json({"status": "fine"})

@@ -155,7 +155,7 @@ def test_make_staging_without_host_names_the_fix(tmp_path):
 
 
 def test_headers_file_the_containers_cannot_read_is_refused_up_front(tmp_path):
-    from swarmbench.core.errors import UsageError
+    from swarmbench.core.exits import UsageError
     from swarmbench.runner import compose
 
     path = tmp_path / "headers"

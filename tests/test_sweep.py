@@ -16,12 +16,12 @@ import pytest
 from conftest import ROOT, Target, interrupt_when, interruptible, run_locust
 from runs import manifest, only_run
 
-from swarmbench.core import verdict as _verdict
-from swarmbench.core.errors import UsageError
+from swarmbench.core import bottleneck as _verdict
+from swarmbench.core.exits import UsageError
 from swarmbench.core.folder import ABORTED_DIR
-from swarmbench.core.sections import VerdictInputs
-from swarmbench.core.wait import parse_wait_time
-from swarmbench.runner import plan as sw
+from swarmbench.core.loadspec import parse_wait_time
+from swarmbench.core.manifest import VerdictInputs
+from swarmbench.runner import points as sw
 
 
 def sweep_cmd(*args: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The sweep report opens with one summary box (analysis/summary_box.py): each comparison's verdict
+"""The sweep report opens with one summary box (analysis/report.py): each comparison's verdict
 with its CI (analysis/comparisons.py, swarmbench compare's statistics), the bottleneck, the runs
 left out; the details follow.
 
@@ -55,7 +55,7 @@ def lines(page: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory):
-    from swarmbench.analysis.cli import main
+    from swarmbench.analysis.commands import main
 
     out = tmp_path_factory.mktemp("examples") / "report"
     assert main(["report", str(EXAMPLES), "-o", str(out)]) == 0

@@ -15,7 +15,7 @@ import pytest
 from conftest import Target
 
 from swarmbench.core import target
-from swarmbench.core.experiment import STORES
+from swarmbench.core.loadspec import STORES
 
 
 def test_the_target_accepts_exactly_cores_stores(albums_binary: Path):

@@ -17,11 +17,10 @@ import pytest
 from conftest import ROOT, free_port, locust_cmd, run_locust
 from runs import manifest, only_run
 
-from swarmbench.core import lag
-from swarmbench.core import verdict as V
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import VerdictInputs
-from swarmbench.core.wait import DEFAULT_WAIT_TIME
+from swarmbench.core import bottleneck
+from swarmbench.core import bottleneck as V
+from swarmbench.core.loadspec import DEFAULT_WAIT_TIME
+from swarmbench.core.manifest import RunManifest, VerdictInputs
 
 CASES = 5000
 SPECS = [
@@ -133,7 +132,7 @@ def _printable(inputs: dict) -> set[str]:
         *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
     )
     limits = [V.GENERATOR_CPU_LIMIT_PCT, V.TARGET_CPU_BUSY, V.HOST_CPU_BUSY_PCT, V.TARGET_FAILED_SHARE]
-    limits += [lag.LAG_FLOOR_MS, lag.LAG_SHARE_OF_P50, lag.bound_ms(inputs.get("generator_lag_median_ms"))]
+    limits += [bottleneck.LAG_FLOOR_MS, bottleneck.LAG_SHARE_OF_P50, bottleneck.bound_ms(inputs.get("generator_lag_median_ms"))]
     values = _leaves(inputs) + limits
     if rps and cap:
         values += [rps / cap, cap / rps]
@@ -196,12 +195,12 @@ def check(result: dict) -> None:
     share = gen if of_limit is None else of_limit
     p99, median = inputs.get("generator_lag_p99_ms"), inputs.get("generator_lag_median_ms")
     if verdict != "target-failed" and (
-        lag.inflated(p99, median) or (share or 0) >= V.GENERATOR_CPU_LIMIT_PCT
+        bottleneck.inflated(p99, median) or (share or 0) >= V.GENERATOR_CPU_LIMIT_PCT
     ):
         assert verdict == "generator-bound", (verdict, reason)
     if verdict == "generator-bound":
-        if reason.startswith(lag.INFLATED):
-            assert lag.inflated(p99, median) and f"woke p99 {p99:.0f} ms late" in reason
+        if reason.startswith(bottleneck.INFLATED):
+            assert bottleneck.inflated(p99, median) and f"woke p99 {p99:.0f} ms late" in reason
         elif "busiest load generator used" in reason:
             assert share >= V.GENERATOR_CPU_LIMIT_PCT and f"used {share:.0f} % of" in reason
             assert ("of its CPU core" in reason) == (of_limit is None), reason

@@ -102,7 +102,7 @@ def test_pull_requests_are_compared_with_mains_run():
     assert "gh run download" in fetch and "--name loadtest-baseline-main" in fetch
     assert "No baseline from main yet" in fetch and "exit 0" in fetch
     assert 'echo "BASELINE=' in fetch and '>> "$GITHUB_ENV"' in fetch
-    # The comparison lands next to the run (runner/baseline.py) and is uploaded and summarised.
+    # The comparison lands next to the run (runner/ab.py) and is uploaded and summarised.
     assert "path: results/${{ env.LOCUST_RUN_ID }}-vs-baseline/" in text
     assert text.count("if: always() && env.BASELINE != ''") == 2
     # Pull requests and pushes load the bundled target, never the staging host of the schedule.

@@ -1,5 +1,5 @@
-"""`python -m analysis ...`: see analysis/cli.py."""
+"""`python -m analysis ...`: see analysis/commands.py."""
 
-from swarmbench.analysis.cli import main
+from swarmbench.analysis.commands import main
 
 raise SystemExit(main())

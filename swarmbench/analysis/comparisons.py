@@ -6,7 +6,7 @@ client, each store strategy against the target's default, at the same settings o
 +47], faster", not a single ratio. Method: compare.stats.METHOD over the Aggregated series; the
 repeats of a point are the bootstrap's repeats (a point of one run has the default run-to-run noise
 folded in, compare/noise.py); verdict with compare's ±5 % band. Runs without histogram files
-(older folders) use Locust's per-second history (compare/load.py) and are labelled "rounded".
+(older folders) use Locust's per-second history (compare/sides.py) and are labelled "rounded".
 Pure: no files written; the report shows the lines first (summary_box.py).
 """
 
@@ -17,13 +17,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from swarmbench.analysis.load import Run
+from swarmbench.analysis.runs import Run
 from swarmbench.analysis.scaling import ScalingGroup
-from swarmbench.compare import grid as compare_grid
+from swarmbench.compare import sides as compare_grid
 from swarmbench.compare import stats
-from swarmbench.compare.load import RunData, read_run
 from swarmbench.compare.noise import DEFAULT_NOISE
-from swarmbench.compare.verdict import IMPROVED, INCONCLUSIVE, MIN_EFFECT, NO_CHANGE, REGRESSED, verdict
+from swarmbench.compare.sides import RunData, read_run
+from swarmbench.compare.stats import IMPROVED, INCONCLUSIVE, MIN_EFFECT, NO_CHANGE, REGRESSED, verdict
 from swarmbench.core.checks import AGGREGATED
 
 METRICS = ("throughput", "p95")

@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.bottleneck import run_verdict
 from swarmbench.analysis.exact import EXACT, ROUNDED, span_percentiles, window_offset_s, window_range
-from swarmbench.analysis.load import Run
+from swarmbench.analysis.runs import Run
+from swarmbench.analysis.scaling import run_verdict
 from swarmbench.analysis.timeseries import PCT_WINDOW_S, Grid, rate, report_interval_s, run_grids
-from swarmbench.core.verdict import LOAD_BOUND_SHARE
-from swarmbench.core.wait import try_parse
+from swarmbench.core.bottleneck import LOAD_BOUND_SHARE
+from swarmbench.core.loadspec import try_parse
 
 FIRST_WINDOW, STOP_WINDOW = "first_window", "stop_window"
 """A step's 1 s windows of the windows file, [first, stop), when its latency is exact."""

@@ -1,4 +1,25 @@
-"""Locust's CSV files -> tidy pandas frames with Swarmbench's column names (analysis/columns.py).
+"""TODO one line.
+
+[errors] The two ways analysis reports bad input: an error that stops, a warning that lets the rest through.
+
+Both carry the file (or run group) they are about, so the CLI can print one line that names it.
+Warnings go through Python's `warnings` module so a notebook shows them too, and the CLI prints each
+as `analysis: warning: ...`.
+
+[validate] Numbers Locust could never have written: refused with the file and row, before anything uses them.
+
+A count of -5, a rate of `inf`, 99,999,999 failures out of 8,305 requests parse as numbers, and
+would flow into a summary (`fail_ratio=12040.9`), a fit and a verdict that contradict each other.
+Every rule here is one Locust's own writer cannot break:
+
+- counts (requests, failures, users, occurrences) are whole numbers >= 0;
+- rates (requests/s, failures/s) and response times (percentiles, average, max) are finite and >= 0
+  (a missing value, Locust's "N/A", is allowed where the reader allows it);
+- failures <= requests on every row.
+
+Rows are numbered as in the file: the header is row 1 (a frame's index 0 is row 2).
+
+[locust_csv] Locust's CSV files -> tidy pandas frames with Swarmbench's column names (analysis/columns.py).
 
 Locust's quirks handled here, once:
 - CRLF line ends (Python's csv writer): pandas and the csv module both accept them.
@@ -9,13 +30,13 @@ Locust's quirks handled here, once:
   spellings are mapped through columns.LEGACY_ALIASES.
 A file that is not Locust's (missing columns, a cut-off row, text where a number belongs) raises
 AnalysisError naming the file and line; only a cut-off LAST history row is merely warned about,
-because a run killed mid-write still has every earlier second intact.
-"""
+because a run killed mid-write still has every earlier second intact."""
 
 from __future__ import annotations
 
 import csv
 import io
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,9 +44,87 @@ import numpy as np
 import pandas as pd
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis import validate
-from swarmbench.analysis.errors import AnalysisError, warn
-from swarmbench.core.errors import read_text
+from swarmbench.core.exits import InputError, read_text
+
+# === errors ==========================================================================================
+
+AnalysisError = InputError
+"""Input the analysis cannot use: `str()` is one line, `WHERE: PROBLEM` (core's InputError, which
+the run.json and sweep.json readers raise too)."""
+
+
+class AnalysisWarning(UserWarning):
+    """Something could not be read or inferred; everything else is still reported."""
+
+
+def warn(where: str | Path, problem: str) -> str:
+    """Emit an AnalysisWarning and return its text (results keep it, e.g. scaling.json's warnings)."""
+    text = f"{where}: {problem}"
+    # stacklevel is irrelevant for the one-line CLI output; `always` in the CLI defeats de-duplication.
+    warnings.warn(text, AnalysisWarning, stacklevel=2)
+    return text
+
+
+# === validate ========================================================================================
+
+def _first(bad: pd.Series) -> int | None:
+    """Position of the first True in BAD, or None."""
+    where = np.flatnonzero(bad.to_numpy(dtype=bool, na_value=False))
+    return int(where[0]) if len(where) else None
+
+
+def _fail(path: Path, frame: pd.DataFrame, pos: int, problem: str) -> None:
+    """FRAME is as read (index 0 = the file's row 2, below the header), perhaps less a cut-off tail."""
+    row = int(frame.index[pos]) + 2
+    raise AnalysisError(path, f"row {row}: {problem}")
+
+
+def _show(value: float) -> str:
+    return f"{value:.15g}" if np.isfinite(value) else str(value)
+
+
+def counts(frame: pd.DataFrame, cols: Sequence[str], path: Path) -> None:
+    """Whole numbers >= 0 (a missing value is the reader's concern, not ours)."""
+    for col in cols:
+        if col not in frame:
+            continue
+        v = frame[col].astype("float64")
+        bad = v.notna() & (~np.isfinite(v) | (v < 0) | (v != np.floor(v)))
+        pos = _first(bad)
+        if pos is not None:
+            shown = _show(v.iloc[pos])
+            _fail(path, frame, pos, f"'{col}' is {shown}; a count must be a whole number >= 0")
+
+
+def nonnegative(frame: pd.DataFrame, cols: Sequence[str], path: Path, what: str) -> None:
+    """Finite and >= 0 (NaN, Locust's N/A, passes: the reader decided whether it may be missing)."""
+    for col in cols:
+        if col not in frame:
+            continue
+        v = frame[col].astype("float64")
+        bad = v.notna() & (~np.isfinite(v) | (v < 0))
+        pos = _first(bad)
+        if pos is not None:
+            shown = _show(v.iloc[pos])
+            _fail(path, frame, pos, f"'{col}' is {shown}; {what} must be a finite number >= 0")
+
+
+def not_more(frame: pd.DataFrame, part: str, whole: str, path: Path) -> None:
+    """PART <= WHOLE on every row (failures out of requests)."""
+    if part not in frame or whole not in frame:
+        return
+    p, w = frame[part].astype("float64"), frame[whole].astype("float64")
+    pos = _first(p > w)
+    if pos is not None:
+        _fail(
+            path,
+            frame,
+            pos,
+            f"'{part}' {_show(p.iloc[pos])} is more than '{whole}' {_show(w.iloc[pos])}",
+        )
+
+
+# === locust_csv ======================================================================================
 
 STATS_REQUIRED = [C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS]
 HISTORY_REQUIRED = [C.TIMESTAMP, C.USER_COUNT, C.NAME, C.CURRENT_RPS, C.TOTAL_REQUEST_COUNT]
@@ -126,10 +225,10 @@ def read_stats(path: Path) -> pd.DataFrame:
         raw[col] = "N/A"
     raw = _numbers(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS], path, na_ok=False)
     raw = _numbers(raw, [C.AVG_RT, C.MAX_RT, C.FAILURES_PER_S, *STATS_PERCENTILES], path, na_ok=True)
-    validate.counts(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT], path)
-    validate.nonnegative(raw, [C.RPS, C.FAILURES_PER_S], path, "a rate")
-    validate.nonnegative(raw, [C.AVG_RT, C.MAX_RT, *STATS_PERCENTILES], path, "a response time")
-    validate.not_more(raw, C.FAILURE_COUNT, C.REQUEST_COUNT, path)
+    counts(raw, [C.REQUEST_COUNT, C.FAILURE_COUNT], path)
+    nonnegative(raw, [C.RPS, C.FAILURES_PER_S], path, "a rate")
+    nonnegative(raw, [C.AVG_RT, C.MAX_RT, *STATS_PERCENTILES], path, "a response time")
+    not_more(raw, C.FAILURE_COUNT, C.REQUEST_COUNT, path)
     method = raw[C.TYPE].fillna("").replace("None", "")
     out = pd.DataFrame(
         {
@@ -152,7 +251,7 @@ def read_failures(path: Path) -> pd.DataFrame:
     header, body = _read_rows(path, FAILURES_REQUIRED, "failures CSV (*_failures.csv)", legacy=False)
     raw = pd.DataFrame(body, columns=header, dtype=str)
     raw = _numbers(raw, [C.FAIL_OCCURRENCES], path, na_ok=False)
-    validate.counts(raw, [C.FAIL_OCCURRENCES], path)
+    counts(raw, [C.FAIL_OCCURRENCES], path)
     method = raw[C.FAIL_METHOD] if C.FAIL_METHOD in raw else pd.Series([""] * len(raw), dtype=str)
     return pd.DataFrame(
         {
@@ -169,7 +268,7 @@ def read_exceptions(path: Path) -> pd.DataFrame:
     header, body = _read_rows(path, EXCEPTIONS_REQUIRED, "exceptions CSV (*_exceptions.csv)")
     raw = pd.DataFrame(body, columns=header, dtype=str)
     raw = _numbers(raw, [C.EXC_COUNT], path, na_ok=False)
-    validate.counts(raw, [C.EXC_COUNT], path)
+    counts(raw, [C.EXC_COUNT], path)
     return pd.DataFrame({"count": raw[C.EXC_COUNT].astype("int64"), "message": raw[C.EXC_MESSAGE]})
 
 
@@ -260,11 +359,11 @@ def read_history(path: Path) -> pd.DataFrame:
 
 
 def _validate_history(frame: pd.DataFrame, path: Path) -> None:
-    validate.counts(frame, [C.USER_COUNT, C.TOTAL_REQUEST_COUNT, C.TOTAL_FAILURE_COUNT], path)
-    validate.nonnegative(frame, [C.TIMESTAMP], path, "a Unix time")
-    validate.nonnegative(frame, [C.CURRENT_RPS, C.CURRENT_FAILURES_PER_S], path, "a rate")
-    validate.nonnegative(frame, [C.P50, C.P95, C.P99, C.P100], path, "a response time")
-    validate.not_more(frame, C.TOTAL_FAILURE_COUNT, C.TOTAL_REQUEST_COUNT, path)
+    counts(frame, [C.USER_COUNT, C.TOTAL_REQUEST_COUNT, C.TOTAL_FAILURE_COUNT], path)
+    nonnegative(frame, [C.TIMESTAMP], path, "a Unix time")
+    nonnegative(frame, [C.CURRENT_RPS, C.CURRENT_FAILURES_PER_S], path, "a rate")
+    nonnegative(frame, [C.P50, C.P95, C.P99, C.P100], path, "a response time")
+    not_more(frame, C.TOTAL_FAILURE_COUNT, C.TOTAL_REQUEST_COUNT, path)
 
 
 def _drop_cut_off_tail(frame: pd.DataFrame, path: Path) -> pd.DataFrame:

@@ -1,25 +1,219 @@
-"""Charts as matplotlib Figures: built and returned, never shown or saved here (the caller decides).
+"""TODO one line.
+
+[plots_time] Charts over time and per step: throughput from count differences (timeseries), never Locust's
+lagging `Requests/s` column; percentiles labelled with their window and Locust's resolution.
+
+Figures are built and returned, never shown or saved (see plots.py, which shares the helpers
+and styles defined here).
+
+[plots] Charts as matplotlib Figures: built and returned, never shown or saved here (the caller decides).
 Scaling, latency and comparison charts; the charts over time and per step are plots_time.py's.
 
 Figures are created with `matplotlib.figure.Figure` directly, not pyplot: no global figure
 registry to leak memory across many charts, no GUI backend; `fig.savefig` renders with Agg.
 Every axis says its unit (requests/s, ms, workers, s).
-"""
+
+[plots_latency] The latency distribution: HdrHistogram's percentile plot, one line per configuration.
+
+x is 1/(1-q) on a log axis, so 50 %, 90 %, 99 %, 99.9 % and 99.99 % are equally spaced and the tail
+gets as much room as the median; y is the latency in ms. Built from exact histograms only (a rounded
+run has none), repeats of one configuration merged first (exact.merge_books). Returns a Figure."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from hdrh.histogram import HdrHistogram
 from matplotlib.figure import Figure
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.plots_time import PCT_STYLE
-from swarmbench.analysis.plots_time import figure as _figure
-from swarmbench.analysis.plots_time import message as _message
+from swarmbench.analysis.exact import SERVICE, distribution, merge_books
+from swarmbench.analysis.knee import Knee
+from swarmbench.analysis.locust_csv import endpoint_label
+from swarmbench.analysis.runs import Run
 from swarmbench.analysis.scaling import ScalingGroup
+from swarmbench.analysis.timeseries import resolution_note
+from swarmbench.latency.histogram import new_histogram
+
+# === plots_time ======================================================================================
+
+WIDE = (9.0, 4.8)
+PCT_STYLE = {C.P50_MS: ("p50", "#1f77b4"), C.P95_MS: ("p95", "#ff7f0e"), C.P99_MS: ("p99", "#d62728")}
+_ENDPOINT_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#aec7e8", "#98df8a"]
+USERS_COLOR, PARTIAL_COLOR, NOISY_COLOR, KNEE_COLOR = "#17becf", "0.55", "0.6", "#d62728"
+
+
+def figure(size: tuple[float, float] = WIDE) -> Figure:
+    return Figure(figsize=size, dpi=100, layout="constrained")
+
+
+def message(fig: Figure, text: str) -> Figure:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return fig
+
+
+def window_label(series: pd.DataFrame) -> str:
+    """Which window the percentiles are over: each window's own (exact), or Locust's (rounded)."""
+    if series.attrs.get("pct_window") == "exact":
+        return "exact, each window's own"
+    if series.attrs.get("pct_window", "10s") == "10s":
+        return "rounded, Locust's trailing ~10 s window"
+    return "rounded, cumulative since start (Aggregated-only history)"
+
+
+def over_time_figure(series: pd.DataFrame, title: str) -> Figure:
+    """From timeseries.run_series(): Aggregated p50/p95/p99 (+ p95 per endpoint) over time, then
+    throughput per window (count differences; partial windows dotted) with the users."""
+    fig = figure((9.0, 5.8))
+    if series.empty:
+        return message(fig, "no history rows to measure (one row, or none)")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    agg = series[series[C.ENDPOINT] == C.AGGREGATED]
+    _percentile_axes(top, series, agg)
+    top.set_title(f"{title}: percentiles over time ({window_label(series)})", fontsize=10)
+    _throughput_axes(bottom, agg, int(series.attrs.get("window_s", 1)))
+    return fig
+
+
+def _percentile_axes(ax, series: pd.DataFrame, agg: pd.DataFrame) -> None:
+    for col, (name, color) in PCT_STYLE.items():
+        ax.plot(
+            agg[C.TIME_S], agg[col], color=color, lw=1.6, marker=".", ms=3, label=f"{name} (all endpoints)"
+        )
+    per_endpoint = series[series[C.ENDPOINT] != C.AGGREGATED].groupby(C.ENDPOINT, sort=False)
+    for (endpoint, rows), color in zip(per_endpoint, _ENDPOINT_COLORS * 8, strict=False):
+        ax.plot(rows[C.TIME_S], rows[C.P95_MS], lw=0.9, color=color, ls="--", label=f"p95 {endpoint}")
+    shown = series[list(PCT_STYLE)].to_numpy().ravel().tolist()
+    if series.attrs.get("pct_window") == "exact":
+        notes = ["exact: HDR histograms of each window, 3 significant digits"]
+    else:
+        notes = [resolution_note(shown) + " (steps smaller than that are rounding, not change)"]
+    masked = {k: v for k, v in series.attrs.get("masked", {}).items() if v}
+    if masked:
+        which = ", ".join(f"{PCT_STYLE[k][0]} ×{v}" for k, v in masked.items())
+        notes.append(f"not drawn: values above the run's max response time ({which}; Locust's rounding)")
+    ax.text(0.01, 0.98, "\n".join(notes), transform=ax.transAxes, va="top", fontsize=7, color="0.3")
+    ax.set_ylabel("response time (ms)")
+    ax.set_ylim(bottom=0, top=max(1.0, float(pd.Series(shown).max(skipna=True) or 0) * 1.35))
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    ax.grid(alpha=0.3)
+
+
+def _throughput_axes(ax, agg: pd.DataFrame, width: int) -> None:
+    start = agg[C.TIME_S] - agg[C.WINDOW_S]
+    full, partial = ~agg[C.PARTIAL].astype(bool), agg[C.PARTIAL].astype(bool)
+    ax.hlines(
+        agg.loc[full, C.RPS_OUT],
+        start[full],
+        agg.loc[full, C.TIME_S],
+        color="black",
+        lw=1.8,
+        label=f"requests/s per {width} s window (count differences)",
+    )
+    if partial.any():
+        ax.hlines(
+            agg.loc[partial, C.RPS_OUT],
+            start[partial],
+            agg.loc[partial, C.TIME_S],
+            color=PARTIAL_COLOR,
+            lw=1.4,
+            ls=":",
+            label="partial window: workers' first reports / final flush",
+        )
+    ax.set_ylabel("throughput (requests/s)")
+    ax.set_ylim(bottom=0, top=max(1.0, float(agg[C.RPS_OUT].max())) * 1.3)
+    ax.set_xlabel("time since start (s)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    users = ax.twinx()
+    edges = [float(start.iloc[0]), *agg[C.TIME_S].astype(float)]
+    users.stairs(agg[C.USERS].to_numpy(dtype=float), edges, color=USERS_COLOR, lw=1.0, label="users")
+    users.set_ylabel("users (count, most in each window)", color=USERS_COLOR)
+    users.set_ylim(bottom=0, top=max(1.0, float(agg[C.USERS].max())) * 1.6)  # below the rates
+
+
+def knee_figure(knee: Knee, title: str) -> Figure:
+    """Per step of a step-load run: latency vs throughput (left) and throughput vs users against the
+    low-load rate per user (right); the knee marked, noisy steps hollow."""
+    fig = figure((11.0, 4.6))
+    left, right = fig.subplots(1, 2)
+    t = knee.steps
+    noisy = t["state"] == "noisy"
+    for col in (C.P95_MS, C.P50_MS):
+        name, color = PCT_STYLE[col]
+        left.plot(
+            t[C.RPS_OUT],
+            t[col],
+            marker="o",
+            ms=4,
+            color=color,
+            ls="-" if col == C.P95_MS else ":",
+            label=name,
+        )
+    if noisy.any():
+        left.scatter(
+            t.loc[noisy, C.RPS_OUT],
+            t.loc[noisy, C.P95_MS],
+            s=110,
+            facecolors="none",
+            edgecolors=NOISY_COLOR,
+            label="noisy step (not sustained)",
+        )
+    for _, row in t.iterrows():
+        left.annotate(
+            f"{int(row[C.USERS])}u",
+            (row[C.RPS_OUT], row[C.P95_MS]),
+            fontsize=7,
+            xytext=(3, 4),
+            textcoords="offset points",
+        )
+    if knee.floor_ms is not None:
+        left.axhline(knee.floor_ms, color="0.6", ls="--", lw=0.8, label=f"p95 floor {knee.floor_ms:.0f} ms")
+    left.set_xlabel("throughput (requests/s, per step, from request counts)")
+    left.set_ylabel("response time (ms)")
+    left.set_ylim(bottom=0)
+    left.set_title(f"Latency vs throughput — {title}", fontsize=10)
+    _steps_axes(right, knee)
+    if knee.index is not None:
+        label = f"knee: {knee.users} users, {knee.rps:.0f} req/s"
+        left.axvline(knee.rps, color=KNEE_COLOR, lw=1.2, label=label)
+        right.axvline(knee.users, color=KNEE_COLOR, lw=1.2, label=label)
+    for ax in (left, right):
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def _steps_axes(ax, knee: Knee) -> None:
+    t = knee.steps
+    top = float(t[C.USERS].max())
+    ax.plot(
+        [0, top],
+        [0, knee.per_user * top],
+        color="0.5",
+        ls=":",
+        label=f"proportional: {knee.per_user:.1f} req/s per user (low load)",
+    )
+    ax.plot(t[C.USERS], t[C.RPS_OUT], marker="o", color="black", label="measured, per step")
+    noisy = t["state"] == "noisy"
+    if noisy.any():
+        ax.scatter(
+            t.loc[noisy, C.USERS], t.loc[noisy, C.RPS_OUT], s=110, facecolors="none", edgecolors=NOISY_COLOR
+        )
+    ax.set_xlabel("users (step)")
+    ax.set_ylabel("throughput (requests/s)")
+    ax.set_xlim(0, top * 1.05)
+    ax.set_ylim(bottom=0)
+    ax.set_title("Throughput vs users (each step after settling)", fontsize=10)
+
+
+# === plots ===========================================================================================
 
 AMDAHL_COLOR, USL_COLOR, IDEAL_COLOR = "#2ca02c", "#9467bd", "#7f7f7f"
 
@@ -117,10 +311,10 @@ def _scaling_axes(group: ScalingGroup, ax, scale: float, ylabel: str) -> None:
 
 def speedup_figure(group: ScalingGroup) -> Figure:
     """Speedup against the fitted one-worker throughput γ (not one noisy N = 1 run)."""
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     if not group.points:
-        return _message(fig, "no runs")
+        return message(fig, "no runs")
     if group.amdahl is not None:
         scale, what = group.amdahl.gamma, "fitted 1-worker throughput γ"
     else:
@@ -132,10 +326,10 @@ def speedup_figure(group: ScalingGroup) -> Figure:
 
 
 def throughput_figure(group: ScalingGroup) -> Figure:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     if not group.points:
-        return _message(fig, "no runs")
+        return message(fig, "no runs")
     _scaling_axes(group, ax, 1.0, "throughput (requests/s)")
     ax.set_title(f"Throughput vs workers — {group.key.label()}", fontsize=10)
     return fig
@@ -151,7 +345,7 @@ def endpoint_percentiles_figure(summary: pd.DataFrame) -> Figure:
     runs = summary.drop_duplicates(C.RUN_ID)
     labels = dict(zip(runs[C.RUN_ID], run_labels(runs), strict=True))
     width_in = max(9.0, 0.35 * len(runs) * len(endpoints) + 2)
-    fig = _figure((min(width_in, 24.0), 4.8))
+    fig = figure((min(width_in, 24.0), 4.8))
     axes = fig.subplots(1, len(endpoints), sharey=True, squeeze=False)[0]
     x = np.arange(len(runs))
     for ax, endpoint in zip(axes, endpoints, strict=True):
@@ -171,9 +365,9 @@ def endpoint_percentiles_figure(summary: pd.DataFrame) -> Figure:
 def latency_vs_users_figure(summary: pd.DataFrame) -> Figure:
     """Whole-run Aggregated percentiles against the configured user count, one marker per class."""
     agg = summary[(summary[C.ENDPOINT_NAME] == C.AGGREGATED) & summary[C.USERS].notna()]
-    fig = _figure()
+    fig = figure()
     if agg.empty:
-        return _message(fig, "user counts unknown (no run.json)")
+        return message(fig, "user counts unknown (no run.json)")
     ax = fig.add_subplot()
     markers = dict(zip(agg[C.USER_CLASS].fillna("?").unique(), "os^Dv<>", strict=False))
     for cls, rows in agg.groupby(agg[C.USER_CLASS].fillna("?")):
@@ -199,10 +393,10 @@ def latency_vs_users_figure(summary: pd.DataFrame) -> Figure:
 def user_class_comparison_figure(summary: pd.DataFrame) -> Figure:
     """Side by side per user class (e.g. HttpUser vs FastHttpUser): throughput and p50/p95 vs workers."""
     agg = summary[(summary[C.ENDPOINT_NAME] == C.AGGREGATED) & summary[C.USER_CLASS].notna()]
-    fig = _figure((10.0, 4.6))
+    fig = figure((10.0, 4.6))
     classes: Sequence[str] = sorted(agg[C.USER_CLASS].unique())
     if len(classes) < 2:
-        return _message(fig, "only one user class in these runs")
+        return message(fig, "only one user class in these runs")
     left, right = fig.subplots(1, 2)
     offsets = np.linspace(-0.12, 0.12, len(classes))
     for off, cls in zip(offsets, classes, strict=True):
@@ -238,7 +432,7 @@ def stores_figure(table: pd.DataFrame) -> Figure:
     """Throughput and p95 per target store strategy, one bar per request mix.
 
     TABLE: columns store, mix, rps, p95_ms (one row per run; bars are means, ticks min-max)."""
-    fig = _figure((10.0, 4.6))
+    fig = figure((10.0, 4.6))
     left, right = fig.subplots(1, 2)
     stores = list(dict.fromkeys(table[C.STORE]))
     mixes = list(dict.fromkeys(table["mix"]))
@@ -263,4 +457,68 @@ def stores_figure(table: pd.DataFrame) -> Figure:
         ax.legend(title="request mix", fontsize=8)
     left.set_title("Throughput by store strategy", fontsize=10)
     right.set_title("p95 latency by store strategy", fontsize=10)
+    return fig
+
+
+# === plots_latency ===================================================================================
+
+TICKS = {2.0: "50 %", 10.0: "90 %", 100.0: "99 %", 1_000.0: "99.9 %", 10_000.0: "99.99 %"}
+"""Where the percentiles sit on the 1/(1-q) axis, and their labels."""
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str  # the configuration, e.g. "AlbumsHttpUser ×2 (2 runs merged)"
+    hist: HdrHistogram
+
+
+def configuration_lines(configs: Sequence[tuple[str, Sequence[Run]]], endpoint: str) -> list[Line]:
+    """One Line per configuration (LABEL, its runs): ENDPOINT's service-time histograms of its runs
+    merged losslessly; configurations without samples of ENDPOINT are left out."""
+    lines = []
+    for label, runs in configs:
+        book = merge_books(r.latency.book for r in runs if r.latency.book is not None)
+        if endpoint == C.AGGREGATED:
+            hist = book.aggregated(SERVICE)
+        else:
+            hist = new_histogram()  # NAME's under every request type that labels it so
+            for (t, n, k), h in book.hists.items():
+                if k == SERVICE and endpoint_label(t, n) == endpoint:
+                    hist.add(h)
+        if hist.get_total_count():
+            suffix = f" ({len(runs)} runs merged)" if len(runs) > 1 else ""
+            lines.append(Line(f"{label}{suffix}, n={hist.get_total_count():,}", hist))
+    return lines
+
+
+def endpoints_of(runs: Sequence[Run]) -> list[str]:
+    """Every endpoint with exact samples in RUNS, Aggregated first."""
+    names: dict[str, None] = {C.AGGREGATED: None}
+    for run in runs:
+        if run.latency.book is not None:
+            for t, n, k in sorted(run.latency.book.hists):
+                if k == SERVICE:
+                    names[endpoint_label(t, n)] = None
+    return list(names)
+
+
+def distribution_figure(lines: Sequence[Line], title: str) -> Figure:
+    """Latency (ms) against percentile, x = 1/(1-q) on a log axis labelled in percent."""
+    fig = figure((9.0, 4.8))
+    ax = fig.add_subplot()
+    top = 10.0
+    for line in lines:
+        curve = distribution(line.hist)
+        ax.plot(curve["x"], curve["ms"], lw=1.4, label=line.label)
+        top = max(top, float(curve["x"].max()))
+    ax.set_xscale("log")
+    ax.set_xlim(1, top * 1.05)
+    ax.set_xticks(list(TICKS), list(TICKS.values()))
+    ax.minorticks_off()
+    ax.set_xlabel("percentile (log scale of 1/(1 − q))")
+    ax.set_ylabel("latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Latency distribution — {title}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
     return fig

@@ -1,31 +1,409 @@
-"""report.html: one self-contained page, read top to bottom.
+"""TODO one line.
+
+[charts] The report's charts: each rendered once to PNG bytes (the same bytes go to the file in OUT and
+to the page), with a title, a caption saying what is drawn and how it was computed, and optionally
+the figures behind it. Every chart of the analysis is a `Chart` made here, from a Figure that
+plots.py, plots.py, health.py, openmodel.py or openmodel.py returns. Pure: no file is written
+here (cli.py writes them).
+
+[summary_box] The box a sweep's report opens with: its answers before its details.
+
+Each comparison's verdict with its CI (comparisons.py), what limited each group (the bottleneck at
+its largest worker count), and every run left out (partial runs, sweep points that did not finish).
+The details (warnings, settings, run health, events, fits, charts) follow it.
+
+[report] report.html: one self-contained page, read top to bottom.
 
 Order: what was run, the scaling verdict in plain words, the charts, the tables. Charts are PNGs
 embedded as base64 so the page can be mailed or attached to an issue as one file. Every piece of
-text from the data (run ids, hosts, error messages) goes through html.escape.
-"""
+text from the data (run ids, hosts, error messages) goes through html.escape."""
 
 from __future__ import annotations
 
 import base64
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
 import pandas as pd
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis import health, lag
-from swarmbench.analysis.bottleneck import run_bottleneck
-from swarmbench.analysis.charts import Chart
-from swarmbench.analysis.load import Run
-from swarmbench.analysis.scaling import ScalingGroup
+from swarmbench.analysis import health, openmodel, plots
+from swarmbench.analysis.comparisons import Comparison
+from swarmbench.analysis.knee import Knee, step_load_knee
+from swarmbench.analysis.plots import figure_png
+from swarmbench.analysis.runs import Run
+from swarmbench.analysis.scaling import ScalingGroup, group_bottleneck, partial_runs, run_bottleneck
 from swarmbench.analysis.summary import failures_table, settings_table
-from swarmbench.analysis.summary_box import CSS as SUMMARY_CSS
+from swarmbench.analysis.timeseries import run_series
+from swarmbench.core.bottleneck import DROP_LIMIT, KNEE_P99_MS
+from swarmbench.core.bottleneck import legend as verdict_legend
+from swarmbench.core.sweepstate import SweepState
 from swarmbench.core.sweepstate import SweepState as Sweep
-from swarmbench.core.verdict import legend as verdict_legend
 
+# === charts ==========================================================================================
+
+@dataclass(frozen=True)
+class Chart:
+    filename: str  # the PNG's name in the output folder
+    title: str
+    caption: str
+    png: bytes
+    table: pd.DataFrame | None = None  # figures behind the chart, shown under it (e.g. the knee's steps)
+
+
+def safe_filename(name: str) -> str:
+    """NAME (a run id) as part of a file name: anything but letters, digits and ._+- becomes -."""
+    return "".join(ch if ch.isalnum() or ch in "._+-" else "-" for ch in name)
+
+
+def render_charts(
+    runs: Sequence[Run],
+    summary: pd.DataFrame,
+    groups: Sequence[ScalingGroup],
+    knee_p99_ms: float = KNEE_P99_MS,
+) -> list[Chart]:
+    """Every chart of the report, rendered once (the same bytes go to the PNG file and the page),
+    in the page's order. KNEE_P99_MS: the open-model knee's intended-start p99 bound (the CLI's
+    --knee-p99-ms)."""
+    return [
+        *_scaling_charts(groups),
+        *_comparison_charts(runs, summary),
+        *_knee_charts(runs),
+        *_whole_run_charts(summary),
+        *_distribution_charts(runs),
+        *_over_time_charts(runs),
+        *_health_charts(runs),
+        *_lag_charts(runs),
+        *_open_model_charts(runs, knee_p99_ms),
+    ]
+
+
+def _scaling_charts(groups: Sequence[ScalingGroup]) -> list[Chart]:
+    """Speedup and throughput vs workers, per scaling group of two or more worker counts."""
+    charts: list[Chart] = []
+    for g in groups:
+        if len(g.points) < 2:
+            continue
+        charts.append(
+            Chart(
+                f"speedup_{g.slug}.png",
+                f"Speedup — {g.key.label()}",
+                "Dots: runs; circles with bars: mean and min–max of repeats, divided by the fitted "
+                "one-worker throughput γ. Dotted: ideal linear speedup.",
+                figure_png(plots.speedup_figure(g)),
+            )
+        )
+        charts.append(
+            Chart(
+                f"throughput_{g.slug}.png",
+                f"Throughput vs workers — {g.key.label()}",
+                "Locust's Aggregated requests/s per run, with the fitted Amdahl and USL curves.",
+                figure_png(plots.throughput_figure(g)),
+            )
+        )
+    return charts
+
+
+def _comparison_charts(runs: Sequence[Run], summary: pd.DataFrame) -> list[Chart]:
+    """User classes side by side; store strategies side by side (when the runs cover several)."""
+    charts: list[Chart] = []
+    if summary[C.USER_CLASS].dropna().nunique() >= 2:
+        charts.append(
+            Chart(
+                "user_classes.png",
+                "User classes side by side",
+                "Same scenario under each Locust client: throughput and latency per worker count.",
+                figure_png(plots.user_class_comparison_figure(summary)),
+            )
+        )
+    stores = stores_table(runs)
+    if stores is not None:
+        charts.append(
+            Chart(
+                "stores.png",
+                "Target store strategies",
+                "Same scenario against each ALBUMS_STORE strategy, per request mix: bars are means of "
+                "repeats, ticks min–max.",
+                figure_png(plots.stores_figure(stores)),
+            )
+        )
+    return charts
+
+
+def _knee_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Step-load runs: per-step throughput and latency, the knee (or why there is none)."""
+    knees = [(run, step_load_knee(run)) for run in runs]
+    return [_knee_chart(run, k) for run, k in knees if k is not None]
+
+
+def _knee_chart(run: Run, k: Knee) -> Chart:
+    exact = C.LATENCY in k.steps and (k.steps[C.LATENCY] == "exact").all()
+    latency = (
+        "its p50/p95 exact: the step's 1 s HDR windows over the same span merged, then the percentile."
+        if exact
+        else "its p50/p95 rounded: the median of Locust's ~10 s-window values once that window holds "
+        "the step alone (no histogram files)."
+    )
+    caption = (
+        " One point per step: its throughput from request counts within the step after settling, " + latency
+    )
+    png = figure_png(plots.knee_figure(k, run.label))
+    name = f"knee_{safe_filename(run.run_id)}.png"
+    return Chart(name, f"Knee — {run.run_id}", k.sentence() + caption, png, k.table())
+
+
+def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
+    """Percentiles per endpoint; latency against users."""
+    charts = [
+        Chart(
+            "endpoint_percentiles.png",
+            "Response-time percentiles per endpoint",
+            "Percentiles over each whole run: exact from the run's HDR histograms where it has them, else "
+            "Locust's cumulative ones from *_stats.csv (rounded); summary.csv's latency column says which.",
+            figure_png(plots.endpoint_percentiles_figure(summary)),
+        )
+    ]
+    if summary[C.USERS].notna().any():
+        charts.append(
+            Chart(
+                "latency_vs_users.png",
+                "Latency vs users",
+                "Aggregated whole-run percentiles against the configured number of users.",
+                figure_png(plots.latency_vs_users_figure(summary)),
+            )
+        )
+    return charts
+
+
+def configurations(runs: Sequence[Run]) -> list[tuple[str, list[Run]]]:
+    """The runs with exact histograms, grouped by configuration (the scaling group's settings and the
+    worker count: repeats of one configuration together), labelled like Run.label without the repeat."""
+    from swarmbench.analysis.scaling import group_key
+
+    groups: dict[object, tuple[str, list[Run]]] = {}
+    for run in runs:
+        if run.latency.book is None:
+            continue
+        key = (group_key(run), run.workers) if run.has_manifest else run.folder
+        label = " ".join(p for p in run.label.split(" ") if not p.startswith("#"))
+        groups.setdefault(key, (label, []))[1].append(run)
+    return list(groups.values())
+
+
+def _distribution_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Per endpoint, the exact latency distribution, one line per configuration (repeats merged)."""
+    configs = configurations(runs)
+    if not configs:
+        return []
+    charts = []
+    for endpoint in plots.endpoints_of(runs):
+        lines = plots.configuration_lines(configs, endpoint)
+        if lines:
+            charts.append(
+                Chart(
+                    f"latency_distribution_{safe_filename(endpoint)}.png",
+                    f"Latency distribution — {endpoint}",
+                    "Exact (HDR histograms, 3 significant digits): latency at each percentile of the "
+                    "service time, x = 1/(1 − q) on a log scale; one line per configuration, its repeats' "
+                    "histograms merged (not their percentiles averaged); the last point is the max. Runs "
+                    "without histogram files (rounded) are not drawn.",
+                    figure_png(plots.distribution_figure(lines, endpoint)),
+                )
+            )
+    return charts
+
+
+def _over_time_charts(runs: Sequence[Run]) -> list[Chart]:
+    """Each run's throughput (from request counts) and percentiles over time."""
+    charts: list[Chart] = []
+    for run in runs:
+        series = run_series(run)
+        if series.empty:
+            continue
+        charts.append(
+            Chart(
+                f"over_time_{safe_filename(run.run_id)}.png",
+                f"Over time — {run.run_id}",
+                f"Throughput: differences of Locust's cumulative request counts over "
+                f"{series.attrs['window_s']} s windows (the workers' report interval, "
+                f"{series.attrs['interval_s']} s, read from when the counts change), not Locust's "
+                "lagging Requests/s column; dotted: partial windows holding the workers' first reports "
+                "or final flush. " + _over_time_latency(series) + " The same numbers are in timeseries.csv.",
+                figure_png(plots.over_time_figure(series, run.label)),
+            )
+        )
+    return charts
+
+
+def _over_time_latency(series: pd.DataFrame) -> str:
+    if series.attrs.get("pct_window") == "exact":
+        return (
+            "Percentiles exact: each window's own, from the run's 1 s HDR windows inside it merged "
+            "(no trailing average); empty windows are gaps."
+        )
+    return (
+        "Percentiles rounded: Locust's history values (a trailing ~10 s window, 2 significant "
+        "digits) at each window's end; empty windows are gaps."
+    )
+
+
+def _lag_charts(runs: Sequence[Run]) -> list[Chart]:
+    """An event-loop lag chart for each run whose load generators measured it (analysis/health.py)."""
+    return [
+        Chart(
+            f"generator_lag_{safe_filename(run.run_id)}.png",
+            f"Load generator lag over time — {run.run_id}",
+            health.caption(run),
+            figure_png(health.lag_figure(run)),
+        )
+        for run in runs
+        if not health.lag_frame(run).empty
+    ]
+
+
+def _health_charts(runs: Sequence[Run]) -> list[Chart]:
+    """A workers-over-time chart for each run whose connected load-generator count changed (shown
+    in the report's Run health section, not among the charts: health.is_health_chart)."""
+    return [
+        Chart(
+            f"{health.CHART_PREFIX}{safe_filename(run.run_id)}.png",
+            f"Load generators over time — {run.run_id}",
+            "Connected load generators (run.json's workers_timeline), each change as the master saw "
+            "it; dashed: the count the run expected. Fewer than expected: the lost ones' users were "
+            "not replaced, so the run offered less load than asked.",
+            figure_png(health.workers_figure(run)),
+        )
+        for run in runs
+        if health.workers_changed(run)
+    ]
+
+
+def _open_model_charts(runs: Sequence[Run], knee_p99_ms: float) -> list[Chart]:
+    """Open-model (--arrival-rate) runs: offered vs achieved rate, drops and both latency curves,
+    with the run in words (rates, drops, the coordinated-omission gap, capacity, the knee of a
+    stepped schedule, its intended-start p99 bound KNEE_P99_MS, with its steps as the table) as the
+    caption; then what each worker count sustained."""
+    opened = [(run, openmodel.load(run.folder)) for run in runs if openmodel.is_open_run(run.folder)]
+    if not opened:
+        return []
+    out = []
+    for run, om in opened:
+        k = openmodel.open_model_knee(om, knee_p99_ms)
+        out.append(
+            Chart(
+                f"open_model_{safe_filename(run.run_id)}.png",
+                f"Open model — {run.run_id}",
+                " · ".join([*openmodel.summary_lines(om), *([k.sentence()] if k else [])]),
+                figure_png(openmodel.figure(om, run.run_id)),
+                None if k is None else k.steps,
+            )
+        )
+    table = openmodel.sweep_table([(run.user_class, run.workers, om) for run, om in opened])
+    if table is not None:
+        out.append(
+            Chart(
+                "open_model_sustained.png",
+                "Highest arrival rate sustained vs workers",
+                "Per worker count: the highest step of the arrival-rate schedule that every repeat "
+                f"sustained (achieved within {DROP_LIMIT:.0%} of offered, < {DROP_LIMIT:.0%} dropped, each "
+                f"step after its first {openmodel.SETTLE_S} s), bars up to the best repeat's. 0: not even "
+                "the first step.",
+                figure_png(openmodel.sweep_figure(table)),
+                table,
+            )
+        )
+    return out
+
+
+def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
+    """One row per run (store, mix, rps, p95) when the runs cover two or more store strategies."""
+    rows = [
+        {
+            C.STORE: r.meta.store,
+            "mix": r.meta.albums_mix or "default",
+            C.RPS_OUT: float(r.aggregated[C.RPS_OUT]),
+            C.P95_MS: float(r.aggregated[C.P95_MS]),
+        }
+        for r in runs
+        if r.meta.store
+    ]
+    table = pd.DataFrame(rows)
+    if table.empty or table[C.STORE].nunique() < 2:
+        return None
+    return table
+
+
+# === summary_box =====================================================================================
+
+SUMMARY_CSS = (
+    ".summary{background:#f3f7fc;border:2px solid #4c72b0;border-radius:6px;padding:.4em 1.2em;margin:1em 0}"
+    ".summary h2{border:0;margin-top:.4em} .summary li{margin:.2em 0}"
+)
+
+
+def left_out(runs: Sequence[Run], sweeps: Sequence[SweepState], include_partial: bool) -> list[str]:
+    """One phrase per run the comparisons and fits do not use, with why."""
+    out = []
+    if not include_partial:
+        out += [f"{r.run_id} ({r.meta.status})" for r in partial_runs(runs)]
+    out += [f"{r.run_id} (no run.json)" for r in runs if not r.has_manifest]
+    out += [f"{r.run_id} (worker count unknown)" for r in runs if r.has_manifest and r.workers is None]
+    for sweep in sweeps:
+        out += [
+            f"{p.get('id')} ({p.get('status')}: {p.get('reason') or 'not run yet'})" for p in sweep.missing
+        ]
+    return out
+
+
+def _list(items: Sequence[str]) -> str:
+    return "<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
+
+
+def summary_html(
+    comparisons: Sequence[Comparison],
+    groups: Sequence[ScalingGroup],
+    runs: Sequence[Run],
+    sweeps: Sequence[SweepState] = (),
+    include_partial: bool = False,
+) -> str:
+    """The box as HTML (every text from the data escaped)."""
+    parts = ['<div class="summary" id="summary"><h2>Summary</h2>']
+    if comparisons:
+        by_context: dict[str, list[Comparison]] = {}
+        for c in comparisons:
+            by_context.setdefault(c.context, []).append(c)
+        for context, found in by_context.items():
+            parts.append(f"<p><strong>{escape(context)}</strong></p>")
+            parts.append(_list([escape(c.line()) for c in found]))
+    else:
+        parts.append("<p>Nothing to compare: every group has one worker count, client and store.</p>")
+    limits = [(g, group_bottleneck(g)) for g in groups]
+    lines = [f"{escape(g.key.label())}: {escape(b[1].removeprefix('Bottleneck: '))}" for g, b in limits if b]
+    parts.append("<p><strong>Bottleneck</strong></p>" + (_list(lines) if lines else "<p>Not judged.</p>"))
+    gone = left_out(runs, sweeps, include_partial)
+    parts.append(
+        "<p><strong>Left out</strong>: "
+        + (escape(", ".join(gone)) if gone else "no run; every run is in the comparisons and fits")
+        + "</p>"
+    )
+    rounded = any(c.rounded for c in comparisons)
+    parts.append(
+        '<p class="muted">Change of the candidate vs the reference with its 95 % CI and verdict '
+        "(swarmbench compare's two-stage block bootstrap; a point's repeats are its repeats; ±5 % band). "
+        + (
+            "Rounded: some runs have no histogram files; Locust's per-second numbers are used. "
+            if rounded
+            else ""
+        )
+        + "The details follow.</p></div>"
+    )
+    return "\n".join(parts)
+
+
+# === report ==========================================================================================
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:
     rows = []
@@ -277,7 +655,7 @@ def build_report(
     )
 
     out.append("<h2>What limited each run</h2>")
-    out.extend(lag.flagged_html(runs))
+    out.extend(health.flagged_html(runs))
     out.append(_bottleneck_html(runs))
 
     out.extend(_charts_html(charts))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis.exact import EXACT, ROUNDED, series_percentiles, window_offset_s
-from swarmbench.analysis.load import Run
+from swarmbench.analysis.runs import Run
 
 MAX_POINTS = 400
 """Windows per line at most: ~ the pixel width of a report chart. Longer runs get wider windows (a

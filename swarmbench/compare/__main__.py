@@ -2,6 +2,6 @@
 
 import sys
 
-from swarmbench.compare.cli import main
+from swarmbench.compare.commands import main
 
 sys.exit(main())

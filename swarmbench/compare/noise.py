@@ -21,7 +21,7 @@ import numpy as np
 
 from swarmbench.compare.stats import METRICS, Grid, Side, bootstrap, point
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.core.errors import InputError, read_text
+from swarmbench.core.exits import InputError, read_text
 
 NOISE_JSON = "compare-noise.json"
 """The calibration file: in a baseline folder of repeats, or next to a single baseline run."""

@@ -1,4 +1,9 @@
-"""The statistics of a comparison: point estimates from merged histograms, a two-stage block
+"""TODO one line.
+
+[dists] Quantiles of Student's t and Fisher's F, stdlib only: scipy.special would cost the compare CLI
+0.4 s of import. Both are tested against scipy.stats (tests/test_compare_stats.py).
+
+[stats] The statistics of a comparison: point estimates from merged histograms, a two-stage block
 bootstrap for the difference's confidence interval. Pure numpy: no files, no HDR objects.
 
 Method (one line, also printed by the report): METHOD below.
@@ -10,7 +15,15 @@ failure counts. Merging windows is adding rows, exactly as HDR histograms add: s
 estimate of a side is the percentile of the sum of all its windows, and a bootstrap replicate is
 the percentile of a weighted sum of rows (a matrix product: every replicate of every request name
 in one BLAS call).
-"""
+
+[verdict] A difference's verdict: significance AND a minimum effect (as ASV does), never one without the other.
+
+The band is +-min-effect around zero, relative to the baseline's value. With the interval [low,
+high] of the difference turned so that positive is worse (more latency or errors, less throughput):
+- `regressed`: the whole interval lies beyond +band;
+- `improved`: the whole interval lies beyond -band;
+- `no change`: the whole interval lies inside the band (a change, if any, smaller than we care for);
+- `inconclusive`: the interval straddles an edge of the band (more runs would tell)."""
 
 from __future__ import annotations
 
@@ -21,8 +34,91 @@ from statistics import NormalDist
 
 import numpy as np
 
-from swarmbench.compare.dists import f_quantile, t_quantile
-from swarmbench.hdr_windows import WINDOW_S
+from swarmbench.latency.windows import WINDOW_S
+
+# === dists ===========================================================================================
+
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (0.5 < P < 1) at real DF >= 1, stdlib only: scipy.special would cost the
+    CLI 0.4 s of import. Hill (1970), CACM Algorithm 396: exact at 1 and 2 degrees of freedom, within
+    0.1 % of scipy.stats.t from 2 on; between 1 and 2 up to 22 % high (a wider interval, the safe
+    side). inf: the normal quantile."""
+    if math.isinf(df):
+        return NormalDist().inv_cdf(p)
+    n, tail = max(df, 1.0), 2 * (1 - p)  # Hill's P is the two-sided tail
+    if n == 1:
+        return 1 / math.tan(tail * math.pi / 2)
+    if n == 2:
+        return math.sqrt(2 / (tail * (2 - tail)) - 2)
+    a = 1 / (n - 0.5)
+    b = 48 / a**2
+    c = ((20700 * a / b - 98) * a - 16) * a + 96.36
+    d = ((94.5 / (b + c) - 3) / b + 1) * math.sqrt(a * math.pi / 2) * n
+    y = (d * tail) ** (2 / n)
+    if y > 0.05 + a:  # the normal-quantile branch (Hill's asymptotic expansion)
+        x = NormalDist().inv_cdf(tail / 2)
+        y = x * x
+        if n < 5:
+            c += 0.3 * (n - 4.5) * (x + 0.6)
+        c = (((0.05 * d * x - 5) * x - 7) * x - 2) * x + b + c
+        y = (((((0.4 * y + 6.3) * y + 36) * y + 94.5) / c - y - 3) / b + 1) * x
+        y = math.expm1(a * y * y)
+    else:
+        y = ((1 / (((n + 6) / (n * y) - 0.089 * d - 0.822) * (n + 2) * 3) + 0.5 / (n + 4)) * y - 1) * (
+            n + 1
+        ) / (n + 2) + 1 / y
+    return math.sqrt(n * y)
+
+
+def f_quantile(p: float, d1: float, d2: float) -> float:
+    """The F distribution's P quantile with (D1, D2) degrees of freedom, stdlib only (scipy's import
+    costs the CLI 0.4 s): its CDF is the regularized incomplete beta I_{d1 x / (d1 x + d2)}(d1/2,
+    d2/2), inverted by bisection. Tested against scipy.stats.f."""
+    lo, hi = 0.0, 1.0
+    while _f_cdf(hi, d1, d2) < p:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _f_cdf(mid, d1, d2) < p else (lo, mid)
+        if hi - lo < 1e-10 * hi:
+            break
+    return (lo + hi) / 2
+
+
+def _f_cdf(x: float, d1: float, d2: float) -> float:
+    return _beta_inc(d1 / 2, d2 / 2, d1 * x / (d1 * x + d2)) if x > 0 else 0.0
+
+
+def _beta_inc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b): Lentz's continued fraction (Numerical Recipes
+    6.4, betacf), on the side of x where it converges fast."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _beta_inc(b, a, 1 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for k in range(1, 300):
+        for num in (k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
+                    -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1))):  # fmt: skip
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-14:
+            break
+    return front * h / a
+
+
+# === stats ===========================================================================================
 
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "
@@ -365,3 +461,39 @@ def compare(
                 low, high = max(low, -b), max(high, -b)
             out[metric][name] = Difference(b, c, c - b, low, high)
     return out
+
+
+# === verdict =========================================================================================
+
+REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE = "regressed", "improved", "no change", "inconclusive"
+VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE)
+
+MIN_EFFECT = 0.05
+"""Default band: changes under 5 % are not worth a failed build. Identical 15 s runs on a shared
+2-core machine differ by up to ~5 % in p50 (issue 19), so a smaller band would mostly report noise."""
+
+ERROR_RATE_FLOOR = 0.001
+"""The error-rate band is at least 0.1 percentage point: 5 % of a zero error rate is zero, and a
+band of zero would call one failed request in a clean run a regression."""
+
+
+def band(metric: str, baseline: float, min_effect: float) -> float:
+    """Half-width of the no-change band, in the metric's unit."""
+    width = abs(baseline) * min_effect
+    return max(width, ERROR_RATE_FLOOR) if metric == "error_rate" else width
+
+
+def verdict(metric: str, d: Difference, min_effect: float) -> str:
+    """The verdict of D (see the module docstring); inconclusive when the interval is unknown."""
+    if math.isnan(d.low) or math.isnan(d.high) or math.isnan(d.baseline):
+        return INCONCLUSIVE
+    sign = 1 if HIGHER_IS_WORSE[metric] else -1
+    low, high = sorted((sign * d.low, sign * d.high))
+    edge = band(metric, d.baseline, min_effect)
+    if low > edge:
+        return REGRESSED
+    if high < -edge:
+        return IMPROVED
+    if -edge <= low and high <= edge:
+        return NO_CHANGE
+    return INCONCLUSIVE

@@ -1,4 +1,6 @@
-"""The threshold grammar: `[NAME:]METRIC OP VALUE`, several joined by `;`.
+"""TODO one line.
+
+[checks] The threshold grammar: `[NAME:]METRIC OP VALUE`, several joined by `;`.
 
 Part of swarmbench.core (standard library only): the host runner rejects a malformed LOCUST_CHECKS
 with it before it builds images or starts containers, and the plugin (plugin/checks.py) evaluates
@@ -9,7 +11,10 @@ the parsed thresholds inside Locust. One grammar, two callers, no copy to drift.
     p99.9<800; max<2000          the 99.9th percentile, the slowest request
     fail_ratio<0.01              under 1 % of requests failed
     rps>=200                     at least 200 requests/s
-"""
+
+[outcome] One evaluated threshold (core/checks.py's grammar) and how it reads: the console line, junit.xml's
+failure message and run.json's `checks[]` entry. Shared by the plugin, which evaluates thresholds at
+the end of a run, and the analysis, which evaluates them on a saved run folder."""
 
 from __future__ import annotations
 
@@ -18,6 +23,10 @@ import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from swarmbench.core.manifest import CheckOutcome
+
+# === checks ==========================================================================================
 
 AGGREGATED = "Aggregated"
 """Locust's name for the all-requests row; the NAME a threshold without one applies to."""
@@ -123,3 +132,58 @@ def split_checks(values: Iterable[str] | str | None) -> list[str]:
 def parse_checks(values: Iterable[str] | str | None) -> list[Check]:
     """Every threshold in VALUES, in order; the first malformed one raises CheckSyntaxError."""
     return [parse_check(expr) for expr in split_checks(values)]
+
+
+# === outcome =========================================================================================
+
+EXACT, ROUNDED = "exact", "rounded"
+"""Where a latency threshold's number came from: the HDR histograms, or Locust's 2-digit buckets."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One evaluated threshold. `measured` is None when there was nothing to measure."""
+
+    check: Check
+    measured: float | None
+    passed: bool
+    reason: str = ""  # why there is no measurement
+    source: str = ""  # latency metrics: EXACT or ROUNDED
+
+    def record(self) -> CheckOutcome:
+        """run.json's `checks[]` entry."""
+        c = self.check
+        return CheckOutcome(
+            expr=c.expr, name=c.name, metric=c.metric, op=c.op, limit=c.limit, measured=self.measured,
+            passed=self.passed, exact=(self.source == EXACT) if self.source else None,
+        )  # fmt: skip
+
+    def line(self) -> str:
+        """`PASS p95<300 (Aggregated): measured 12 ms` -- what the console and junit show."""
+        c = self.check
+        verdict = "PASS" if self.passed else "FAIL"
+        head = f"{verdict} {c.metric}{c.op}{c.limit:g} ({c.name})"
+        if self.measured is None:
+            return f"{head}: {self.reason}"
+        return f"{head}: measured {self._measured()}"
+
+    def failure_message(self) -> str:
+        """`measured 412 ms, limit < 300 ms`, or why nothing was measured."""
+        c = self.check
+        if self.measured is None:
+            return self.reason
+        return f"measured {self._measured()}, limit {c.op} {_show(c.limit, c.unit)}"
+
+    def _measured(self) -> str:
+        """`106.1 ms (exact)`: a latency says where it came from."""
+        assert self.measured is not None
+        shown = _show(self.measured, self.check.unit)
+        return f"{shown} ({self.source})" if self.source else shown
+
+
+def _show(value: float, unit: str) -> str:
+    if unit == "req/s":
+        return f"{value:.1f} req/s"
+    if unit == "ms":
+        return f"{value:g} ms"
+    return f"{value:g} ({value * 100:.2f} %)"  # fail_ratio: both spellings, 0.01 is easy to misread

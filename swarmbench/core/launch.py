@@ -15,7 +15,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from swarmbench.core.errors import die
+from swarmbench.core.exits import die
 
 PLUGIN_LOCUSTFILE = "locustfiles/swarmbench_plugin.py"
 """Put in front of every locustfile, so any test gets the results folder, run.json and options."""
@@ -27,7 +27,7 @@ DEFAULT_RUN_TIME = "30s"
 """Headless run length when LOCUST_RUN_TIME is not set."""
 
 DEFAULT_WORKERS = 1
-"""Workers of one run when WORKERS is not set (a sweep's list: runner/plan.py SWEEP_WORKERS)."""
+"""Workers of one run when WORKERS is not set (a sweep's list: runner/points.py SWEEP_WORKERS)."""
 
 DEFAULT_WORKERS_WAIT_S = 60
 """How long a headless master waits for its workers before failing (SWARMBENCH_WORKERS_WAIT): a

@@ -1,4 +1,29 @@
-"""run.json: Swarmbench's record of how a run was made (what Locust's CSVs cannot say).
+"""TODO one line.
+
+[status] The words run.json uses for how a run went: its status, who started it, and its event kinds.
+
+Named once here (standard library, no imports): the plugin decides them (core/health.py), the
+exit codes follow them (core/exits.py), the runner and the analysis read them back.
+
+[schema] Typed JSON records: one dataclass per object of run.json, its key table derived from its fields.
+
+A `Record` is a dataclass whose fields are the object's keys, in the order written. Its type hints
+are the schema: reading checks every key that is present against its field's type (nested records,
+lists and string-keyed maps included) and raises InputError naming the file and the key path
+(`worker_cpu.per_worker[0].mean_percent`), because a run filed under the wrong worker count would
+silently bend a scaling fit. A missing key reads as the field's default (older harness versions,
+hand-made folders); a key this version does not know is kept in `extra` and written back unchanged.
+
+There is no second list of keys to keep equal by hand: the dataclass is the one list. Standard
+library only (the plugin, the runner and the analysis all read and write through it).
+
+[sections] run.json's sections: one small typed record per object, defined once (schema.py reads and writes them).
+
+Each class is the object under one run.json key (`RunManifest` in manifest.py lists the keys). The
+plugin fills them, the runner and the analysis read them; no module outside core spells one of
+these keys as a string. A field is None where the run did not measure it.
+
+[manifest] run.json: Swarmbench's record of how a run was made (what Locust's CSVs cannot say).
 
 `RunManifest` is the one schema: the plugin fills it and writes it with `to_json()`, the runner
 and the analysis read it back with `from_json()`/`read()`. Keys this version does not know (a newer
@@ -7,43 +32,607 @@ harness, a hand-added note) are kept in `extra` and written back unchanged.
 Every field is optional when reading (older harness versions, hand-made folders), but a field that
 is present must have the right type: a run filed under the wrong worker count would silently bend a
 scaling fit, so a malformed run.json is an InputError naming the file.
-"""
+
+[gitinfo] The commit a run was made from, recorded in run.json and sweep.json.
+
+[filehash] The locustfile's content hash recorded in run.json: two runs with the same hash ran the same code
+(a comparison refuses to compare runs of different locustfiles; swarmbench/compare/sides.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
+import types
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from swarmbench.core.errors import InputError, read_text
-from swarmbench.core.schema import Record, choice, count
-from swarmbench.core.sections import (
-    Bottleneck,
-    CheckOutcome,
-    ClassPacing,
-    Event,
-    ExactLatency,
-    GeneratorCpu,
-    GeneratorLag,
-    HostCpu,
-    LoadShape,
-    Nodes,
-    OpenModel,
-    SweepMembership,
-    TargetCounters,
-    Totals,
-    WorkersPoint,
+from swarmbench.core import exits
+from swarmbench.core.exits import InputError, read_text
+
+# === status ==========================================================================================
+
+COMPLETE = "complete"
+"""Ran as asked."""
+INTERRUPTED = "interrupted"
+"""Stopped by a signal (Ctrl-C, SIGTERM, the stack stopped) before its end."""
+DEGRADED = "degraded"
+"""A load generator went missing or quit early, fewer than expected were connected for part of the
+run, or the target stopped answering for part of it."""
+FAILED = "failed"
+"""Nothing or almost nothing was served."""
+
+STATUSES = (COMPLETE, INTERRUPTED, DEGRADED, FAILED)
+"""run.json `status` (core/health.py decides; docs/results.md "Run status")."""
+
+HEADLESS = "headless"
+UI = "ui"
+STARTED_FROM = (HEADLESS, UI)
+"""Who started the run: a headless command line, or Start in the web UI (each Start->Stop is a run)."""
+
+LOCAL = "local"
+DISTRIBUTED = "distributed"
+PROCESSES = "processes"
+MODES = (LOCAL, DISTRIBUTED, PROCESSES)
+"""local: one process; distributed: a master + workers; processes: Locust's --processes N."""
+
+# Event kinds (run.json `events[].kind`), in the order a run meets them.
+WORKER_JOINED = "worker_joined"
+USERS_SPAWNED = "users_spawned"
+WORKER_MISSING = "worker_missing"
+WORKER_REJOINED = "worker_rejoined"
+WORKER_QUIT = "worker_quit"
+SIGNAL = "signal_received"
+TARGET_UNREACHABLE = "target_unreachable"
+TARGET_BACK = "target_answering"
+STATS_RESET = "stats_reset"
+RUN_END = "run_end"
+EVENT_KINDS = (
+    WORKER_JOINED,
+    USERS_SPAWNED,
+    WORKER_MISSING,
+    WORKER_REJOINED,
+    WORKER_QUIT,
+    SIGNAL,
+    TARGET_UNREACHABLE,
+    TARGET_BACK,
+    STATS_RESET,
+    RUN_END,
 )
-from swarmbench.core.status import COMPLETE, LOCAL, MODES, STARTED_FROM, STATUSES
+
+
+def run_exit_code(run_status: str, signum: int | None, allow_degraded: bool, base: int) -> int:
+    """The exit code of a run with run.json STATUS; BASE is what Locust and the thresholds decided
+    (0, 1, 3, ...). SIGNUM is the signal that interrupted it, if any."""
+    if run_status == INTERRUPTED and signum:
+        return exits.interrupted(signum)
+    if run_status == FAILED:
+        return exits.RUN_FAILED
+    if run_status == DEGRADED and not allow_degraded:
+        return exits.DEGRADED
+    return base
+
+
+# === schema ==========================================================================================
+
+CHOICES = "choices"
+"""Field metadata: the strings a field may hold (run status, mode, ...)."""
+
+MINIMUM = "minimum"
+"""Field metadata: the smallest number a field may hold (counts are never negative)."""
+
+
+def choice(values: tuple[str, ...], default: Any = None) -> Any:
+    """A string field that must be one of VALUES when present."""
+    return field(default=default, metadata={CHOICES: values})
+
+
+def count(default: Any = None) -> Any:
+    """An integer field that must not be negative when present."""
+    return field(default=default, metadata={MINIMUM: 0})
+
+
+@dataclass
+class Record:
+    """Base of every run.json object; subclasses are dataclasses whose fields all have defaults."""
+
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+    """Keys this version does not know, kept as read and written back after the known ones."""
+
+    OMIT_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+    """Keys left out of the JSON when None (optional sections); every other key is always written."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.name in self.OMIT_WHEN_NONE:
+                continue
+            out[f.name] = _dump(value)
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str | Path = "run.json", path: str = "") -> Self:
+        """DATA type-checked against the fields; InputError naming WHERE and the key PATH."""
+        if not isinstance(data, dict):
+            raise InputError(where, f"{_at(path)}should be an object, got {_show(data)}")
+        hints = _hints(cls)
+        values: dict[str, Any] = {}
+        known = set()
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            known.add(f.name)
+            value = data.get(f.name)
+            if value is None:
+                continue
+            key = f"{path}.{f.name}" if path else f.name
+            value = _load(value, hints[f.name], where, key)
+            _check_metadata(f.metadata, value, where, key)
+            values[f.name] = value
+        extra = {k: v for k, v in data.items() if k not in known}
+        return cls(**values, extra=extra)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The fields' types, resolved once per class (annotations are strings under __future__)."""
+    cached = cls.__dict__.get("_hints_cache")
+    if cached is None:
+        cached = typing.get_type_hints(cls)
+        cls._hints_cache = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+def _at(path: str) -> str:
+    return f'"{path}" ' if path else ""
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value)[:40]
+
+
+_DESCRIBE = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _load(value: Any, hint: Any, where: str | Path, path: str) -> Any:
+    """VALUE checked against the type HINT (None already handled by the caller)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:  # None inside a list or map (a missing figure)
+            return None
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _load(value, options[0], where, path)
+        for option in options:  # e.g. int | str: the first that fits
+            try:
+                return _load(value, option, where, path)
+            except InputError:
+                continue
+        raise InputError(where, f"{_at(path)}has an unexpected type, got {_show(value)}")
+    if hint is Any:
+        return value
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return hint.from_json(value, where, path)
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise InputError(where, f"{_at(path)}should be a list, got {_show(value)}")
+        item = args[0] if args else Any
+        loaded = [_load(v, item, where, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(loaded) if origin is tuple else loaded
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise InputError(where, f"{_at(path)}should be an object, got {_show(value)}")
+        item = args[1] if len(args) == 2 else Any
+        return {str(k): _load(v, item, where, f"{path}.{k}") for k, v in value.items()}
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(where, f"{_at(path)}should be a number, got {_show(value)}")
+        return float(value)
+    if hint in (int, str, bool):
+        # bool is an int in Python; `"users": true` is still a malformed file.
+        if isinstance(value, bool) != (hint is bool) or not isinstance(value, hint):
+            raise InputError(where, f"{_at(path)}should be {_DESCRIBE[hint]}, got {_show(value)}")
+        return value
+    raise TypeError(f"schema: unsupported type {hint!r} at {path}")  # a programming error, not input
+
+
+def _check_metadata(meta: Any, value: Any, where: str | Path, path: str) -> None:
+    allowed = meta.get(CHOICES)
+    if allowed is not None and value not in allowed:
+        raise InputError(where, f'"{path}" should be one of {", ".join(allowed)}, got "{value}"')
+    low = meta.get(MINIMUM)
+    if low is not None and value < low:
+        raise InputError(where, f'"{path}" should not be negative, got {value}')
+
+
+# === sections ========================================================================================
+
+# --- load generators and the machine ---------------------------------------------------------------
+
+
+@dataclass
+class CpuLimit(Record):
+    """The CPUs a process may use, read from its own cgroup (plugin/generator.py): quota or cpuset, else
+    the machine's cores; `source` says which."""
+
+    cpus: float | None = None
+    source: str | None = None
+
+
+@dataclass
+class WorkerCpu(Record):
+    """One load generator's CPU, measured by the process itself (plugin/generator.py), % of one core."""
+
+    id: str | None = None
+    mean_percent: float | None = None  # CPU seconds / wall seconds over the run
+    max_percent: float | None = None  # the busiest report interval (>= 1 s)
+    samples: int | None = count()
+    locust_reported_mean_percent: float | None = None  # Locust's own 10 s samples, for comparison
+    locust_reported_max_percent: float | None = None
+    cpu_limit: CpuLimit | None = None
+    mean_percent_of_limit: float | None = None  # of min(1 core, cpu_limit): what it may use
+    max_percent_of_limit: float | None = None
+
+
+@dataclass
+class GeneratorCpu(Record):
+    """`worker_cpu`: every load generator's CPU; mean of their means, max over all."""
+
+    mean_percent: float | None = None
+    max_percent: float | None = None
+    max_mean_percent_of_limit: float | None = None  # the busiest worker's mean, of its own limit
+    per_worker: list[WorkerCpu] = field(default_factory=list)
+
+    @property
+    def busiest_mean_percent(self) -> float | None:
+        """The busiest generator's mean, % of one core."""
+        means = [w.mean_percent for w in self.per_worker if w.mean_percent is not None]
+        return max(means) if means else None
+
+    @property
+    def busiest_of_limit(self) -> WorkerCpu | None:
+        """The generator with the highest mean share of its own limit (what the verdict judges)."""
+        known = [w for w in self.per_worker if w.mean_percent_of_limit is not None]
+        return max(known, key=lambda w: w.mean_percent_of_limit or 0.0, default=None)
+
+
+@dataclass
+class HostCpu(Record):
+    """`host_cpu`: the whole machine's CPU while the test ran (all cores, %, 1 s samples)."""
+
+    cpus: int | None = None
+    mean_percent: float | None = None
+    max_percent: float | None = None
+    samples: int | None = count()
+
+
+@dataclass
+class TargetCounters(Record):
+    """`target`: what the bundled target served during the run (core/target.py scrapes /metrics)."""
+
+    store: str | None = None  # its ALBUMS_STORE strategy
+    cpus: float | None = None  # its Go scheduler's CPUs (GOMAXPROCS)
+    cpu_limit: float | None = None  # its own cgroup's limit, from its /metrics
+    cpu_limit_source: str | None = None
+    cpu_seconds: float | None = None
+    cpu_share_of_limit: float | None = None  # cpu_seconds / (duration x the smaller of cpus, cpu_limit)
+    requests: dict[str, int] = field(default_factory=dict)  # by route, every status code
+    album_requests: int | None = count()  # the routes the scenario drives (core/target.ALBUM_ROUTES)
+
+
+@dataclass
+class Totals(Record):
+    """`totals`: Locust's final counts, as the master received them (= locust_stats.csv's Aggregated)."""
+
+    requests: int | None = count()
+    failures: int | None = count()
+
+
+# --- what the experiment varied --------------------------------------------------------------------
+
+
+@dataclass
+class SweepMembership(Record):
+    """`sweep`: which sweep, mode, repeat and point a run belongs to (python -m swarmbench sweep)."""
+
+    id: str | None = None
+    mode: str | None = None  # core/experiment.SWEEP_MODES
+    repeat: int | None = None
+    point: str | None = None
+
+
+@dataclass
+class LoadShape(Record):
+    """`load_shape`: a step load's users START, START+STEP, ... up to MAX, SECONDS per step."""
+
+    kind: str | None = None  # "step"
+    start: int | None = None
+    step: int | None = None
+    seconds: float | None = None
+    max: int | None = None
+
+
+@dataclass
+class ClassPacing(Record):
+    """`pacing[user class]`: the waits the class's users actually took (plugin/pacing.py)."""
+
+    users: int | None = count()  # the peak number of its users
+    waits: int | None = count()
+    mean_wait_s: float | None = None  # None: its users never called the class's wait_time
+    wait_time_option_used: bool | None = None  # False: the class paced itself (its own wait_time)
+    open_loop: bool | None = None  # constant_pacing/constant_throughput: a rate, not a think time
+
+
+# --- outcomes --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CheckOutcome(Record):
+    """`checks[]`: one threshold (core/checks.py grammar) and what it measured."""
+
+    expr: str | None = None
+    name: str | None = None  # the request name it applies to (Aggregated: all)
+    metric: str | None = None
+    op: str | None = None
+    limit: float | None = None
+    measured: float | None = None  # None: nothing to measure (no such request name)
+    passed: bool | None = None
+    exact: bool | None = None  # latency metrics: True from the HDR histograms, False Locust's rounded
+
+    OMIT_WHEN_NONE = frozenset({"exact"})  # not a latency metric
+
+
+@dataclass
+class PacingClassInputs(Record):
+    """One user class's pacing as the verdict used it (core/bottleneck.py): `cap` is the tasks/s its
+    users can start at most (None: no cap known)."""
+
+    name: str | None = None
+    users: int | None = None
+    waits: int | None = None
+    mean_wait_s: float | None = None
+    own_wait_time: bool | None = None
+    open_loop: bool | None = None
+    cap: float | None = None
+
+
+@dataclass
+class VerdictInputs(Record):
+    """The numbers a verdict rests on (core/bottleneck.py), recorded next to it: every number the
+    reason quotes is one of these."""
+
+    rps: float | None = None  # Locust's Requests/s (the plugin passes its own figure)
+    run_rps: float | None = None  # totals.requests / duration_s
+    avg_response_ms: float | None = None
+    requests: int | None = None
+    failures: int | None = None
+    worker_cpu_max_mean_percent: float | None = None
+    worker_cpu_max_percent_of_limit: float | None = None
+    worker_cpu_limit: float | None = None
+    generator_lag_p99_ms: float | None = None
+    generator_lag_median_ms: float | None = None
+    host_cpu_mean_percent: float | None = None
+    host_cpus: float | None = None
+    target_cpu_util: float | None = None
+    target_cpus: float | None = None
+    users: int | None = None
+    wait_time: str | None = None
+    pacing_measured: bool | None = None
+    pacing: list[PacingClassInputs] = field(default_factory=list)
+    requests_per_task: float | None = None
+    offered_rate_cap: float | None = None
+    think_time_s: float | None = None
+
+
+@dataclass
+class Bottleneck(Record):
+    """`bottleneck`: what limited the run (core/verdict.VERDICTS), why, and from which numbers."""
+
+    verdict: str | None = None
+    reason: str | None = None
+    inputs: VerdictInputs | None = None
+
+
+# --- exact latency ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ExactLatency(Record):
+    """`latency`: the run recorded HDR histograms of every request (plugin/latency.py), so its
+    percentiles are exact to 3 significant digits, not Locust's 2-digit buckets."""
+
+    window_s: int | None = None  # seconds per window of locust_latency_windows.csv, from the test start
+    format_version: int | None = None  # of the encoded histograms (swarmbench/latency/histogram.py FORMAT_VERSION)
+    significant_figures: int | None = None
+    files: list[str] = field(default_factory=list)  # the latency files this folder holds
+    exact: bool | None = (
+        None  # the histograms hold every request Locust counted (False: a generator's were lost)
+    )
+    requests: int | None = count()  # requests in the histograms (Aggregated, service time)
+
+
+# --- the open model --------------------------------------------------------------------------------
+
+
+@dataclass
+class LatencyFigures(Record):
+    """Exact latency of one kind (service, or from the intended start), all requests, ms."""
+
+    count: int | None = count()
+    p50: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass
+class OpenLatency(Record):
+    """`open_model.latency_ms`: both kinds and the coordinated-omission gap at p99."""
+
+    service: LatencyFigures | None = None
+    intended: LatencyFigures | None = None
+    p99_gap: float | None = None  # intended p99 - service p99
+    name: str | None = None  # the request name the figures cover (Aggregated)
+
+    OMIT_WHEN_NONE = frozenset({"service", "intended", "p99_gap"})
+
+
+@dataclass
+class GeneratorIterations(Record):
+    """`open_model.per_worker[id]`: one generator's share of the schedule."""
+
+    scheduled: int | None = count()
+    started: int | None = count()
+    dropped: int | None = count()
+    span: list[float] = field(default_factory=list)  # [first, last] second of the schedule covered
+
+
+@dataclass
+class OpenCapacity(Record):
+    """`open_model.capacity`: was the offered rate held, and if not, what limited it (verdict.py)."""
+
+    capacity_reached: bool | None = None
+    by: str | None = None  # generator CPU, target CPU or neither; None while held
+    reason: str | None = None
+
+
+@dataclass
+class OpenModel(Record):
+    """`open_model` (--arrival-rate runs): what was offered, what started, what was dropped. Rates
+    are per second over the window the generators covered (core/arrival.summarize)."""
+
+    arrival_rate: str | None = None  # the spec as given
+    schedule: str | None = None  # the spec normalised
+    pool_users: int | None = None
+    window_s: float | None = None
+    window_start_s: float | None = None
+    offered_rate: float | None = None
+    scheduled_rate: float | None = None
+    achieved_rate: float | None = None
+    iterations_scheduled: int | None = count()
+    iterations_started: int | None = count()
+    dropped_iterations: int | None = count()
+    unscheduled_iterations: int | None = count()  # offered, but by no generator (one was lost)
+    dropped_ratio: float | None = None
+    max_dropped_per_s: int | None = count()
+    pool_exhaustion_events: int | None = count()
+    queued_iterations: int | None = count()  # waited for a free user (--arrival-max-wait)
+    max_wait_s: float | None = None
+    # is the intended-start latency still growing? p99 of the first and last third of the seconds
+    intended_p99_first_third_ms: float | None = None
+    intended_p99_last_third_ms: float | None = None
+    latency_ms: OpenLatency | None = None
+    per_worker: dict[str, GeneratorIterations] = field(default_factory=dict)
+    capacity: OpenCapacity | None = None
+
+    OMIT_WHEN_NONE = frozenset(
+        {"max_wait_s", "intended_p99_first_third_ms", "intended_p99_last_third_ms", "capacity"}
+    )
+
+
+# --- what happened while it ran --------------------------------------------------------------------
+
+
+@dataclass
+class Event(Record):
+    """`events[]`: one thing that happened to the run (core/health.py), in order."""
+
+    at: str | None = None  # UTC ISO-8601
+    t_s: float | None = None  # seconds since the test started
+    # status.EVENT_KINDS, not enforced when reading: a newer harness may add kinds an older reader
+    # should still show.
+    kind: str | None = None
+    detail: str | None = None
+
+
+@dataclass
+class WorkersPoint(Record):
+    """`workers_timeline[]`: the connected load generators from T_S seconds on (the first sample,
+    then each change)."""
+
+    t_s: float | None = None
+    connected: int | None = count()
+
+
+@dataclass
+class Node(Record):
+    """A Swarm node that ran part of the stack (runner/swarm.py): id, hostname, role."""
+
+    id: str | None = None
+    hostname: str | None = None
+    role: str | None = None
+    replicas: int | None = count()  # workers only: how many worker replicas ran there
+
+    OMIT_WHEN_NONE = frozenset({"hostname", "role", "replicas"})
+
+
+@dataclass
+class Nodes(Record):
+    """`nodes` (swarm runs): where the master, the target and each worker replica ran."""
+
+    master: Node | None = None
+    target: Node | None = None
+    workers: list[Node] = field(default_factory=list)
+
+    OMIT_WHEN_NONE = frozenset({"master", "target"})
+
+
+# --- the generator's self-check --------------------------------------------------------------------
+
+
+@dataclass
+class WorkerLag(Record):
+    """One load generator's event-loop lag (plugin/generator.py): whole-run figures and, per stats
+    report, [t_s, p50_ms, p99_ms, max_ms] (GeneratorLag.series_columns)."""
+
+    id: str | None = None
+    n: int | None = count()
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    series: list[list[float | None]] = field(default_factory=list)
+
+
+@dataclass
+class GeneratorLag(Record):
+    """`generator_lag`: did the load generators keep up? Each one's event-loop lag, and the verdict
+    against the bound (core/bottleneck.py): a p99 above it marks the run `flag` (lag.INFLATED)."""
+
+    tick_ms: float | None = None  # the probe timer's period
+    series_columns: list[str] = field(default_factory=list)
+    bound_ms: float | None = None
+    floor_ms: float | None = None
+    share_of_median: float | None = None
+    median_response_ms: float | None = None
+    worst_worker: str | None = None
+    worst_p99_ms: float | None = None
+    inflated: bool | None = None
+    flag: str | None = None
+    per_worker: list[WorkerLag] = field(default_factory=list)
+
+
+# === manifest ========================================================================================
 
 SCHEMA_VERSION = 2
 """Bumped when a field changes meaning or shape; readers warn on a newer one and read what they know.
 Version 2: every section is a typed record (sections.py) and `workers_timeline` holds
 {"t_s", "connected"} objects instead of [t_s, connected] pairs; `upgrade_v1` reads version 1."""
-
-__all__ = ["MODES", "SCHEMA_VERSION", "STARTED_FROM", "STATUSES", "RunManifest", "upgrade_v1"]
 
 
 @dataclass
@@ -61,7 +650,7 @@ class RunManifest(Record):
     users: int | None = count()  # a step load's peak users
     spawn_rate: float | None = None
     run_time: float | None = None
-    wait_time: str | None = None  # the --wait-time option (core/wait.py)
+    wait_time: str | None = None  # the --wait-time option (core/loadspec.py)
     stop_timeout: float | None = None
     reset_stats: bool | None = None  # --reset-stats: stats and histograms start after the ramp-up
     mode: str | None = choice(MODES)
@@ -80,7 +669,7 @@ class RunManifest(Record):
     request_headers: list[str] | None = None  # names only, never values
     checks: list[CheckOutcome] | None = None  # the thresholds' outcomes
     checks_passed: bool | None = None
-    bottleneck: Bottleneck | None = None  # what limited the run (core/verdict.py)
+    bottleneck: Bottleneck | None = None  # what limited the run (core/bottleneck.py)
     open_model: OpenModel | None = None  # --arrival-rate runs
     engine: str | None = None  # "swarm" for `make swarm`; absent for compose and local runs
     nodes: Nodes | None = None  # swarm: where each part ran
@@ -90,15 +679,15 @@ class RunManifest(Record):
     events: list[Event] | None = None
     workers_timeline: list[WorkersPoint] | None = None
     latency: ExactLatency | None = None  # exact (HDR) latency files; absent before they existed
-    # each load generator's event-loop lag over time and the verdict on it (core/lag.py, plugin/looplag.py)
+    # each load generator's event-loop lag over time and the verdict on it (core/bottleneck.py, plugin/generator.py)
     generator_lag: GeneratorLag | None = None
-    locustfile_sha256: str | None = None  # core/filehash.py: the load's code, for comparisons
+    locustfile_sha256: str | None = None  # core/manifest.py: the load's code, for comparisons
 
     OMIT_WHEN_NONE = frozenset(
         {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
-        | {"open_model"}  # --arrival-rate runs only (plugin/arrival.py)
+        | {"open_model"}  # --arrival-rate runs only (plugin/openmodel.py)
         | {"latency"}  # runs from before the exact latency files have none
-        | {"generator_lag"}  # runs whose generators measured it (plugin/looplag.py)
+        | {"generator_lag"}  # runs whose generators measured it (plugin/generator.py)
         | {"locustfile_sha256"}  # runs from before it was recorded
         | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
     )
@@ -183,3 +772,37 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
         {"t_s": p[0], "connected": p[1]} if isinstance(p, list) and len(p) == 2 else p for p in timeline
     ]
     return {**data, "schema_version": SCHEMA_VERSION, "workers_timeline": points}
+
+
+# === gitinfo =========================================================================================
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    """`git rev-parse HEAD` in CWD (default: the current directory); None outside a checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+# === filehash ========================================================================================
+
+def locustfile_sha256(spec: str | None) -> str | None:
+    """SHA-256 over the contents of the locustfile(s) Locust's --locustfile names (a comma-separated
+    list, each a .py file or a folder of them, in sorted order); None when one cannot be read (a
+    module name, a missing file): no hash is better than a wrong one."""
+    if not spec:
+        return None
+    digest = hashlib.sha256()
+    for part in sorted(p.strip() for p in spec.split(",") if p.strip()):
+        path = Path(part)
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                digest.update(file.read_bytes())
+            except OSError:
+                return None
+            digest.update(b"\0")
+    return digest.hexdigest()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from swarmbench.core.errors import InputError
+from swarmbench.core.exits import InputError
 from swarmbench.core.folder import SWEEP_JSON, utc_iso, write_json_atomic
 
 SCHEMA_VERSION = 1

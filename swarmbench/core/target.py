@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from swarmbench.core.sections import TargetCounters
+from swarmbench.core.manifest import TargetCounters
 
 METRICS_TIMEOUT_S = 3.0
 """Short: the snapshot is taken at test start and end, and must not delay either noticeably."""

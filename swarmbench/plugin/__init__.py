@@ -5,7 +5,7 @@ distributed runs. Needs Locust; everything it shares with the runner and the ana
     install()        # what locustfiles/swarmbench_plugin.py does; idempotent
 
 Importing this package registers nothing and imports no Locust (the tests import its pure parts,
-e.g. swarmbench.plugin.cpu, and must never import Locust); `install()` does, explicitly, in the
+e.g. swarmbench.plugin.generator, and must never import Locust); `install()` does, explicitly, in the
 order wiring.py states.
 """
 

@@ -32,12 +32,20 @@ from locust.env import Environment
 from locust.stats import RequestStats, StatsEntry
 
 from swarmbench.core import exits
-from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS, Check, CheckSyntaxError, parse_checks
+from swarmbench.core.checks import (
+    AGGREGATED,
+    EXACT,
+    PERCENTILE_METRICS,
+    ROUNDED,
+    Check,
+    CheckSyntaxError,
+    Outcome,
+    parse_checks,
+)
 from swarmbench.core.folder import JUNIT_XML
-from swarmbench.core.outcome import EXACT, ROUNDED, Outcome
-from swarmbench.hdr import LatencyBook, exact_value
-from swarmbench.plugin.errors import die
+from swarmbench.latency.histogram import LatencyBook, exact_value
 from swarmbench.plugin.lifecycle import Run
+from swarmbench.plugin.options import die
 
 logger = logging.getLogger("swarmbench")
 

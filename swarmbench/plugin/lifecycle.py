@@ -1,33 +1,51 @@
-"""The run this process records: its folder, its clock, a clean end, its CSVs and run.json.
+"""TODO one line.
+
+[results] Locust's CSV files for a run folder, written so they end with the run's final numbers.
+
+Swarmbench writes Locust's CSVs itself (with Locust's own writer class, so the format is exactly
+Locust's) instead of relying on `--csv`: Locust's CSV greenlet writes once a second and its last
+write can predate the workers' final reports, leaving the last second out of `*_stats.csv`. Here the
+files are rewritten once more after the last report, so they match the totals Locust prints.
+
+[lifecycle] The run this process records: its folder, its clock, a clean end, its CSVs and run.json.
 
 Runs on every process but does its work where it belongs: workers report their CPU; the master
 (or a standalone runner) owns the run folder, ends the run so that every worker's final stats
 arrive, and writes run.json last. The listeners that call these functions, and their order, are in
 wiring.py. A headless run is opened at init and written at quit; a web-UI run (ui_runs.py) is
 opened at each Start and written at its Stop, with the same functions.
-"""
+
+[experiment] Experiment settings a run records about itself: sweep membership, the scenario's request mix,
+the optional step-load shape, and the whole machine's CPU while the test ran.
+
+`python -m swarmbench sweep` sets LOCUST_SWEEP_* for every point, so each run folder says which
+sweep, repeat and point it belongs to (analysis groups and labels runs by it); a run outside a
+sweep records nothing here. The names (mixes, modes, the step grammar) are swarmbench.core.loadspec's."""
 
 from __future__ import annotations
 
+import csv
 import logging
 import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import gevent
 import locust
+import psutil
+from locust import stats as locust_stats
 from locust.env import Environment
 from locust.html import get_html_report
 from locust.runners import LocalRunner, MasterRunner, Runner
 
-from swarmbench.core import exits, folder, target, verdict
-from swarmbench.core.filehash import locustfile_sha256
-from swarmbench.core.gitinfo import git_commit
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import CpuLimit, Totals
-from swarmbench.core.status import (
+from swarmbench.core import bottleneck, exits, folder, target
+from swarmbench.core.folder import CSV_PREFIX
+from swarmbench.core.health import Health
+from swarmbench.core.loadspec import MIXES, SWEEP_MODES, parse_step_users
+from swarmbench.core.manifest import (
     COMPLETE,
     DISTRIBUTED,
     HEADLESS,
@@ -35,11 +53,57 @@ from swarmbench.core.status import (
     PROCESSES,
     RUN_END,
     UI,
+    CpuLimit,
+    HostCpu,
+    RunManifest,
+    SweepMembership,
+    Totals,
+    git_commit,
+    locustfile_sha256,
     run_exit_code,
 )
-from swarmbench.plugin import cpu, ending, looplag, results
-from swarmbench.plugin.errors import die
-from swarmbench.plugin.health import Health
+from swarmbench.plugin import ending, generator
+from swarmbench.plugin.options import die
+
+# === results =========================================================================================
+
+class CsvFiles:
+    """Locust's four CSV files for one run, kept live during the test and finalized at the end."""
+
+    def __init__(self, environment: Environment, run_dir: Path) -> None:
+        self.prefix = str(run_dir / CSV_PREFIX)
+        self.writer = locust_stats.StatsCSVFileWriter(
+            environment, locust_stats.PERCENTILES_TO_REPORT, self.prefix, full_history=True
+        )
+        self.greenlet: gevent.Greenlet | None = None
+
+    def start(self) -> None:
+        if self.greenlet is None:
+            self.greenlet = gevent.spawn(self.writer.stats_writer)
+
+    def finalize(self) -> None:
+        """Stop the periodic writer and write the final numbers once more."""
+        if self.greenlet is not None:
+            self.greenlet.kill(block=True)
+        self.writer.close_files()
+        w = self.writer
+        for suffix, write in (
+            ("_stats.csv", w.requests_csv),
+            ("_failures.csv", w.failures_csv),
+            ("_exceptions.csv", w.exceptions_csv),
+        ):
+            with open(self.prefix + suffix, "w", newline="", encoding="utf-8") as f:
+                write(csv.writer(f))
+        history = w.stats_history_file_name()
+        with open(history, "a", newline="", encoding="utf-8") as f:
+            out = csv.writer(f)
+            if f.tell() == 0:  # the test never started: the writer never wrote its header
+                out.writerow(w.stats_history_csv_columns)
+            # One last row: the history's final cumulative counts equal _stats.csv's.
+            w._stats_history_data_rows(out, time.time())
+
+
+# === lifecycle =======================================================================================
 
 logger = logging.getLogger("swarmbench")
 
@@ -67,15 +131,15 @@ class Run:
         self.env = environment
         self.run_dir = run_dir
         self.run_time = run_time
-        self.csv = results.CsvFiles(environment, run_dir) if run_dir else None
+        self.csv = CsvFiles(environment, run_dir) if run_dir else None
         self.started_at: datetime | None = None
         self.ended_at: datetime | None = None
         self.target_before: target.TargetSnapshot | None = None
-        self.cpu: dict[str, cpu.CpuSeries] = {}
-        self.local_clock = cpu.CpuClock()
+        self.cpu: dict[str, generator.CpuSeries] = {}
+        self.local_clock = generator.CpuClock()
         self.workers_seen: set[str] = set()
         self.workers_loaded: set[str] = set()  # the workers that ran users (run.json's workers_connected)
-        self.lag = looplag.LagBook()  # each generator's event-loop lag reports
+        self.lag = generator.LagBook()  # each generator's event-loop lag reports
         self.manifest = RunManifest(run_id=run_dir.name if run_dir else None)
         self.greenlets: list[gevent.Greenlet] = []
         self.finished = False
@@ -88,8 +152,8 @@ class Run:
         assert self.env.runner is not None
         return self.env.runner
 
-    def series(self, worker_id: str) -> cpu.CpuSeries:
-        return self.cpu.setdefault(worker_id, cpu.CpuSeries())
+    def series(self, worker_id: str) -> generator.CpuSeries:
+        return self.cpu.setdefault(worker_id, generator.CpuSeries())
 
 
 # --- init: pre-flight, the run folder ------------------------------------------------------------
@@ -235,7 +299,7 @@ def sample(run: Run) -> None:
             run.health.workers(worker_states(runner))
         elif isinstance(runner, LocalRunner):
             series = run.series("local")
-            series.limit = series.limit or cpu.own_limit()
+            series.limit = series.limit or generator.own_limit()
             series.add(*run.local_clock.read())
             series.locust_reported.append(float(runner.current_cpu_usage))
         total = run.env.stats.total
@@ -270,13 +334,13 @@ def collect_and_quit(run: Run) -> None:
 
 
 def worker_cpu_report(run: Run, client_id: str, report: dict) -> None:
-    """A worker's CPU seconds, piggybacked on its stats report (see cpu.py)."""
+    """A worker's CPU seconds, piggybacked on its stats report (see generator.py)."""
     run.workers_seen.add(client_id)
     if report.get("users"):
         run.workers_loaded.add(client_id)
     series = run.series(client_id)
     series.add(report["wall_s"], report["cpu_s"])
-    limit = report.get("limit")  # the worker's wire format: CpuLimit's JSON (cpu.own_limit)
+    limit = report.get("limit")  # the worker's wire format: CpuLimit's JSON (generator.own_limit)
     series.limit = CpuLimit.from_json(limit, f"worker {client_id}'s report") if limit else series.limit
 
 
@@ -368,10 +432,10 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.workers_expected = (run.health.expected or 0) if is_master else 0
     m.workers_connected = len(run.workers_loaded or run.workers_seen) if is_master else 0
     m.locust_version = locust.__version__
-    m.worker_cpu = cpu.summarize(run.cpu)
+    m.worker_cpu = generator.summarize(run.cpu)
     m.target = target.delta(run.target_before, after) if run.target_before and after else None
-    if m.target:  # its CPU seconds as a share of what it may use (verdict.target_cpus)
-        share = verdict.target_cpu_util(m.target, m.duration_s)
+    if m.target:  # its CPU seconds as a share of what it may use (bottleneck.target_cpus)
+        share = bottleneck.target_cpu_util(m.target, m.duration_s)
         m.target.cpu_share_of_limit = None if share is None else round(share, 3)
     m.git_commit = opts.git_commit or git_commit()
     m.exit_code = exit_code
@@ -379,10 +443,85 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     m.events, m.workers_timeline = run.health.events, run.health.timeline
     m.totals = Totals(requests=total.num_requests, failures=total.num_failures)
     m.generator_lag = run.lag.section(total.get_response_time_percentile(0.5) if total.num_requests else None)
-    # What limited this run, from the numbers above (see core/verdict.py for the thresholds).
-    m.bottleneck = verdict.judge_manifest(
+    # What limited this run, from the numbers above (see core/bottleneck.py for the thresholds).
+    m.bottleneck = bottleneck.judge_manifest(
         m, rps=total.total_rps if total.num_requests else None, avg_ms=total.avg_response_time or None
     )
     if m.open_model:  # open-model load: was the offered rate held, and what limited it
-        m.open_model.capacity = verdict.judge_open(m)
+        m.open_model.capacity = bottleneck.judge_open(m)
     return m
+
+
+# === experiment ======================================================================================
+
+HOST_CPU_INTERVAL_S = 1.0
+"""How often the master samples the whole machine's CPU (psutil.cpu_percent)."""
+
+STEP_SHAPE = "StepLoadShape"
+"""locustfiles/step_load.py's shape class: inert unless --step-users is set."""
+
+
+def validate(opts: Any, environment: Environment) -> None:
+    """Reject a bad mix, sweep mode or step spec before anything is created."""
+    if opts.albums_mix not in MIXES:
+        die(f"--albums-mix/LOCUST_ALBUMS_MIX {opts.albums_mix!r}: expected one of {', '.join(MIXES)}")
+    if opts.sweep_mode and opts.sweep_mode not in SWEEP_MODES:
+        die(f"--sweep-mode/LOCUST_SWEEP_MODE {opts.sweep_mode!r}: expected {' or '.join(SWEEP_MODES)}")
+    if opts.step_users:
+        try:
+            parse_step_users(opts.step_users)
+        except ValueError as e:
+            die(f"--step-users/LOCUST_STEP_USERS {e}")
+    elif environment.shape_class is not None and type(environment.shape_class).__name__ == STEP_SHAPE:
+        # step_load.py was loaded but no steps asked for: behave exactly like a normal run.
+        environment.shape_class = None
+
+
+def sweep_section(opts: Any) -> SweepMembership | None:
+    if not getattr(opts, "sweep_id", ""):
+        return None
+    repeat = opts.sweep_repeat
+    return SweepMembership(
+        id=opts.sweep_id,
+        mode=opts.sweep_mode or None,
+        repeat=int(repeat) if str(repeat).isdigit() else None,
+        point=opts.sweep_point or None,
+    )
+
+
+def record(run: Run, opts: Any, environment: Environment) -> None:
+    """run.json's sweep, albums_mix and load_shape sections."""
+    m = run.manifest
+    m.sweep = sweep_section(opts)
+    m.albums_mix = opts.albums_mix
+    if opts.step_users and environment.shape_class is not None:
+        steps = parse_step_users(opts.step_users)
+        # run.json's "users" is otherwise locust.conf's, which a step load ignores: the most users
+        # the steps reach (lifecycle keeps it: it fills `users` only where nothing set it).
+        m.users = int(steps.max)
+        m.load_shape = steps.load_shape()
+
+
+def start_host_cpu(run: Run) -> None:
+    """Sample the machine's CPU, all processes together, while the test runs (master or standalone).
+
+    Workers measure only themselves: on a shared machine (4 workers on 2 cores, the target next to
+    them) no worker reaches 90 % of a core, yet they are starved. The machine's total shows it. In
+    a container this is still the host's figure (/proc/stat is not namespaced), which is the point.
+    """
+    if run.manifest.host_cpu is not None:
+        return
+    samples: list[float] = []
+    section = HostCpu(cpus=psutil.cpu_count())
+    run.manifest.host_cpu = section
+    psutil.cpu_percent(None)  # primes the counter: the first call has no interval to measure
+
+    def sample() -> None:
+        while True:
+            gevent.sleep(HOST_CPU_INTERVAL_S)
+            samples.append(psutil.cpu_percent(None))
+            section.mean_percent = round(sum(samples) / len(samples), 1)
+            section.max_percent = max(samples)
+            section.samples = len(samples)
+
+    run.greenlets.append(gevent.spawn(sample))

@@ -1,25 +1,62 @@
-"""The pacing the users actually took: each user class's waits, measured where the users run.
+"""TODO one line.
+
+[wait] The --wait-time option as a Locust wait_time function (the spec itself: core/loadspec.py).
+
+[pacing] The pacing the users actually took: each user class's waits, measured where the users run.
 
 The verdict's load-bound rule needs each class's think time. The --wait-time option is not it: a
 locustfile's class may set its own `wait_time` (e.g. `constant(0.02)`), and then the option says
 nothing about what the users did. So every load generator wraps each user class's `wait_time` and
 counts, per class, the waits and the seconds they asked for, whether they went through the option
-(plugin/wait.py marks those) and the peak number of users. Workers piggyback the cumulative sums on
+(plugin/pacing.py marks those) and the peak number of users. Workers piggyback the cumulative sums on
 their stats report (like cpu.py's CPU seconds); the master keeps each worker's latest and adds them
-up; a standalone runner reads its own. run.json's `pacing` is the result (core/verdict.py reads it).
-"""
+up; a standalone runner reads its own. run.json's `pacing` is the result (core/bottleneck.py reads it)."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from locust import between, constant, constant_pacing, constant_throughput
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
-from swarmbench.core.sections import ClassPacing
-from swarmbench.plugin.wait import OPTION_MARK
+from swarmbench.core.loadspec import parse_wait_time
+from swarmbench.core.manifest import ClassPacing
+
+# === wait ============================================================================================
+
+WaitFunc = Callable[..., float]
+
+_MAKERS: dict[str, Callable[..., WaitFunc]] = {
+    "between": between,
+    "constant": constant,
+    "throughput": constant_throughput,
+    "pacing": constant_pacing,
+}
+
+OPTION_MARK = "_swarmbench_option_wait"
+"""Set on a user for each wait taken through the option, so plugin/pacing.py can tell a class paced
+by --wait-time from one with a wait_time of its own (the verdict names the latter)."""
+
+
+@functools.lru_cache(maxsize=32)
+def wait_function(spec: str) -> WaitFunc:
+    """Locust's wait function for SPEC; ValueError (naming the spec) when it is malformed."""
+    parsed = parse_wait_time(spec)
+    locust_wait = _MAKERS[parsed.kind](*parsed.values)
+
+    def option_wait(user) -> float:
+        setattr(user, OPTION_MARK, True)
+        return locust_wait(user)
+
+    return option_wait
+
+
+# === pacing ==========================================================================================
 
 REPORT_KEY = "swarmbench_pacing"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""

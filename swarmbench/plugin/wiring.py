@@ -1,9 +1,20 @@
-"""The plugin's one object: its state in this process, and every Locust listener in a stated order.
+"""TODO one line.
+
+[ui_runs] Web-UI runs are runs: each Start -> Stop writes results/<run-id>/ like a headless run.
+
+`docker compose up` starts a master with the web UI; a test there starts at Start (Locust's
+test_start) and ends at Stop, at the UI's run time, at the end of a shape, or when the last worker
+is lost (Locust's test_stop, fired on the master after every worker reported it stopped, so their
+final stats are in). Each such test gets a NEW folder (a generated run id, never the last one's);
+"Reset stats" in the middle of a test closes the current folder and opens the next one, so no
+folder mixes numbers from before and after a reset. run.json says `started_from: "ui"`.
+
+[wiring] The plugin's one object: its state in this process, and every Locust listener in a stated order.
 
 Locust calls the listeners of one event in registration order, and the order matters here:
 
     init_command_line_parser  options.add_options (one "Swarmbench options" group)
-    init                      0. open model (arrival.py): parse --arrival-rate (a bad value stops
+    init                      0. open model (openmodel.py): parse --arrival-rate (a bad value stops
                                  the run before a folder exists); generators install the pool
                               1. validate: wait time, thresholds, headers, mix/sweep/steps -- a bad
                                  value stops the run before anything exists
@@ -19,8 +30,8 @@ Locust calls the listeners of one event in registration order, and the order mat
     test_start                open model: a new test offers again; web UI: open a new run folder
                               (ui_runs.py); start the run's clock, CSVs and samplers; host CPU
                               sampling; load generators restart their CPU clock and event-loop
-                              lag probe (looplag.py); every process: our SIGINT/SIGTERM handlers
-                              (signals.py); exact latency (latency.py) counts windows from the
+                              lag probe (generator.py); every process: our SIGINT/SIGTERM handlers
+                              (ending.py); exact latency (latency.py) counts windows from the
                               run's start, which the master sends the workers; pacing counts from
                               zero
     worker_connect            (master) a late worker gets the start's time too
@@ -41,9 +52,8 @@ Locust calls the listeners of one event in registration order, and the order mat
                               thresholds on the final stats and exact latency, then the run's
                               status and the exit code (health.py, core/exits.py)
     quit                      final CSVs, latency files, report.html and run.json; any secret
-                              header value scrubbed from the folder (redact.py); the thresholds' verdict and
-                              (unless complete) the run's status printed last
-"""
+                              header value scrubbed from the folder (headers.py); the thresholds' verdict and
+                              (unless complete) the run's status printed last"""
 
 from __future__ import annotations
 
@@ -57,32 +67,53 @@ from locust import events as locust_events
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
-from swarmbench.core import exits, lag
+from swarmbench.core import bottleneck, exits, headers
 from swarmbench.core.checks import Check
-from swarmbench.core.sections import CpuLimit
-from swarmbench.core.status import HEADLESS, RUN_END, UI, USERS_SPAWNED
-from swarmbench.core.wait import parse_wait_time
-from swarmbench.plugin import (
-    arrival,
-    checks,
-    cpu,
-    ending,
-    experiment,
-    headers,
-    lifecycle,
-    looplag,
-    options,
-    pacing,
-    redact,
-    signals,
-    ui_runs,
-)
-from swarmbench.plugin.errors import die
+from swarmbench.core.loadspec import parse_wait_time
+from swarmbench.core.manifest import HEADLESS, RUN_END, STATS_RESET, UI, USERS_SPAWNED, CpuLimit
+from swarmbench.plugin import checks, ending, generator, lifecycle, openmodel, options, pacing
 from swarmbench.plugin.latency import Latency
 from swarmbench.plugin.lifecycle import Run
+from swarmbench.plugin.options import die
+
+# === ui_runs =========================================================================================
 
 logger = logging.getLogger("swarmbench")
 
+
+def applies(environment: Environment) -> bool:
+    """This process runs the web UI's tests: a master or standalone runner that is not headless."""
+    opts = environment.parsed_options
+    return bool(opts) and not opts.headless and not isinstance(environment.runner, WorkerRunner)
+
+
+def begin_ui_run(environment: Environment) -> Run:
+    """Start was pressed: a new run folder and its first sections (lifecycle.start follows)."""
+    assert environment.runner is not None
+    run = lifecycle.open_ui_run(environment, environment.runner)
+    lifecycle.record(run, environment.parsed_options, environment)
+    return run
+
+
+def end_ui_run(run: Run, plugin: Any, reason: str | None = None) -> None:
+    """The UI test ended: thresholds, then the folder (CSVs, report.html, run.json). At the test's
+    end the workers' final reports are in (ending.Closer waits for their goodbyes first)."""
+    run.health.closing = True
+    if reason:  # the test goes on: reports still in flight belong to the next folder
+        run.health.record(STATS_RESET, reason)
+    env = run.env
+    if plugin.checks:
+        # Recorded in this run's folder; the process's own exit code is not this run's business.
+        keep = env.process_exit_code
+        plugin.outcomes = checks.finish(run, plugin.checks, env, plugin.latency.totals())
+        env.process_exit_code = keep
+        checks.print_outcomes(plugin.outcomes)
+    if plugin.headers:
+        run.manifest.request_headers = sorted(plugin.headers)
+    plugin.write_run(run, None)
+
+
+# === wiring ==========================================================================================
 
 class Swarmbench:
     """Everything the plugin knows in this process: no module-level state anywhere else."""
@@ -92,13 +123,13 @@ class Swarmbench:
         self.checks: list[Check] = []
         self.outcomes: list[checks.Outcome] = []
         self.headers: dict[str, str] = {}
-        self.worker_clock: cpu.CpuClock | None = None
-        self.cpu_limit: CpuLimit | None = None  # this process's own CPU limit (cpu.own_limit), read once
-        self.lag_probe = looplag.Probe()  # a load generator's event-loop lag (looplag.py)
+        self.worker_clock: generator.CpuClock | None = None
+        self.cpu_limit: CpuLimit | None = None  # this process's own CPU limit (generator.own_limit), read once
+        self.lag_probe = generator.Probe()  # a load generator's event-loop lag (generator.py)
         self.pacing = pacing.Pacing()  # the waits users took (plugin/pacing.py)
         self.env: Environment | None = None
-        self.signals = signals.Signals(self.on_signal)
-        self.open_model = arrival.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
+        self.signals = ending.Signals(self.on_signal)
+        self.open_model = openmodel.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
@@ -159,19 +190,19 @@ class Swarmbench:
             except ValueError as e:
                 die(f"--wait-time/LOCUST_WAIT_TIME: {e}")
             self.checks = checks.validate(opts)
-        self.headers = headers.load(opts)
-        redact.install_redaction(self.headers)  # their values never reach a log line (redact.py)
-        experiment.validate(opts, environment)
+        self.headers = options.load(opts)
+        headers.install_redaction(self.headers)  # their values never reach a log line (headers.py)
+        lifecycle.validate(opts, environment)
         # 2. a master sends no requests; it only records the header names
         if self.headers and not isinstance(runner, MasterRunner):
-            headers.install_all(environment, self.headers)
+            options.install_all(environment, self.headers)
         # 5. workers that a signal stops say so (a stopped stack is "interrupted", not "degraded")
-        signals.listen_for_workers(runner, self.on_worker_signal)
+        ending.listen_for_workers(runner, self.on_worker_signal)
         # 3. + 4. the run folder and its first sections (a web-UI run's: at each Start)
         if is_worker or not opts.headless:
             return
         self.run = lifecycle.open_run(environment, runner)
-        experiment.record(self.run, opts, environment)
+        lifecycle.record(self.run, opts, environment)
 
     # --- the test ---
 
@@ -180,18 +211,18 @@ class Swarmbench:
             self.signals.install()
         if isinstance(environment.runner, WorkerRunner):
             # Workers measure CPU from their test start (the clock starts when the test does).
-            self.worker_clock = cpu.CpuClock()
+            self.worker_clock = generator.CpuClock()
             self.lag_probe.start()
             return
         if self.ending is not None and self.ending.ready():
             self.ending = None  # workers stopped earlier (`docker compose stop worker`) and came back
-        if self.run is None and ui_runs.applies(environment):
-            self.run = ui_runs.begin_ui_run(environment)
+        if self.run is None and applies(environment):
+            self.run = begin_ui_run(environment)
         if self.run is not None and lifecycle.start(self.run):
-            experiment.start_host_cpu(self.run)
+            lifecycle.start_host_cpu(self.run)
             if not isinstance(environment.runner, MasterRunner):  # a standalone runner generates load
                 self.lag_probe.start()
-                tracker = gevent.spawn(looplag.track_local, self.lag_probe, self.run.lag, time.monotonic())
+                tracker = gevent.spawn(generator.track_local, self.lag_probe, self.run.lag, time.monotonic())
                 self.run.greenlets.append(tracker)
 
     def on_spawning_complete(self, user_count: int, **_kw: Any) -> None:
@@ -200,30 +231,30 @@ class Swarmbench:
 
     def on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
         if self.worker_clock is None:
-            self.worker_clock = cpu.CpuClock()
+            self.worker_clock = generator.CpuClock()
         wall, used = self.worker_clock.read()
-        self.cpu_limit = self.cpu_limit or cpu.own_limit()
+        self.cpu_limit = self.cpu_limit or generator.own_limit()
         runner = self.env.runner if self.env else None
         users = runner.user_count if runner is not None else 0  # Locust adds its own count after us
         limit = self.cpu_limit.to_json() if self.cpu_limit else None
-        data[cpu.CPU_REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": limit}
-        data[looplag.LAG_REPORT_KEY] = self.lag_probe.report()
+        data[generator.CPU_REPORT_KEY] = {"wall_s": wall, "cpu_s": used, "users": users, "limit": limit}
+        data[generator.LAG_REPORT_KEY] = self.lag_probe.report()
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
-        report = data.get(cpu.CPU_REPORT_KEY)
+        report = data.get(generator.CPU_REPORT_KEY)
         if self.run is not None and self.run.started_at is not None and report:
             lifecycle.worker_cpu_report(self.run, client_id, report)
-        if self.run is not None and self.run.started_at is not None and data.get(looplag.LAG_REPORT_KEY):
-            self.run.lag.record(client_id, data[looplag.LAG_REPORT_KEY], self.run.health.elapsed())
+        if self.run is not None and self.run.started_at is not None and data.get(generator.LAG_REPORT_KEY):
+            self.run.lag.record(client_id, data[generator.LAG_REPORT_KEY], self.run.health.elapsed())
 
     def on_reset_stats(self, **_kw: Any) -> None:
         run = self.run
         if run is None or run.started_from != UI or run.started_at is None or self.env is None:
             return
-        ui_runs.end_ui_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
-        self.run = ui_runs.begin_ui_run(self.env)
+        end_ui_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
+        self.run = begin_ui_run(self.env)
         if lifecycle.start(self.run):
-            experiment.start_host_cpu(self.run)
+            lifecycle.start_host_cpu(self.run)
 
     def on_test_stopping(self, **_kw: Any) -> None:
         run = self.run
@@ -252,7 +283,7 @@ class Swarmbench:
         run = self.run
         if run is not None and run.started_from == UI and run.started_at is not None:
             self.run = None  # the next Start opens a new folder
-            self.closer.start(runner, environment.stop_timeout, lambda: ui_runs.end_ui_run(run, self))
+            self.closer.start(runner, environment.stop_timeout, lambda: end_ui_run(run, self))
             # Written before Stop's request returns (the next Start clears the stats) -- unless this
             # is Locust's own message loop (the last worker quit): the folder waits for final
             # reports that loop delivers, and a signal's runner.quit() kills it (ending.py).
@@ -262,23 +293,23 @@ class Swarmbench:
     # --- signals ---
 
     def on_signal(self, signum: int) -> None:
-        """The first SIGINT/SIGTERM (signals.py): record it, end this process like its normal end."""
+        """The first SIGINT/SIGTERM (ending.py): record it, end this process like its normal end."""
         env = self.env
         if env is None or env.runner is None:
             return
         runner, run = env.runner, self.run
         if isinstance(runner, WorkerRunner):
-            signals.notify_master(env, signum)
+            ending.notify_master(env, signum)
             # Ctrl-C in a terminal reaches the master too (--processes, a local sweep): then its
             # "quit" ends this worker, cleanly, within moments. Alone, the worker quits itself.
-            gevent.sleep(signals.WORKER_QUIT_GRACE_S)
+            gevent.sleep(ending.WORKER_QUIT_GRACE_S)
             runner.quit()
             return
         if run is not None and run.started_at is not None:
             run.health.signal(signum)
         if self.ending is not None:
             self.ending.join()  # the workers' signals came first: that end is under way
-        if isinstance(runner, MasterRunner) and run is not None and not ui_runs.applies(env):
+        if isinstance(runner, MasterRunner) and run is not None and not applies(env):
             lifecycle.collect_and_quit(run)
             return
         if isinstance(runner, MasterRunner):
@@ -356,11 +387,11 @@ class Swarmbench:
         lifecycle.finish(run, exit_code)
         gen_lag = run.manifest.generator_lag
         if gen_lag and gen_lag.inflated and gen_lag.worst_p99_ms is not None:
-            line = lag.reason(gen_lag.worst_p99_ms, gen_lag.median_response_ms)
+            line = bottleneck.reason(gen_lag.worst_p99_ms, gen_lag.median_response_ms)
             logger.warning("Run %s: %s", run.manifest.run_id, line)
             print(f"swarmbench: {line}", flush=True)
         if run.run_dir and self.headers:
-            redact.scrub_folder(run.run_dir, self.headers)  # nor a saved file
+            headers.scrub_folder(run.run_dir, self.headers)  # nor a saved file
 
 
 _plugin: Swarmbench | None = None

@@ -13,9 +13,9 @@ import shlex
 import sys
 from collections.abc import Mapping
 
-from swarmbench.core.errors import UsageError, die
-from swarmbench.core.experiment import MIXES, STORES, SWEEP_MODES
-from swarmbench.runner import ab, baseline, compare, compose, knee, plan, settings, swarm, swarmlab, sweep
+from swarmbench.core.exits import UsageError, die
+from swarmbench.core.loadspec import MIXES, STORES, SWEEP_MODES
+from swarmbench.runner import ab, compare, compose, knee, points, settings, swarm, swarmlab, sweep
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,15 +65,15 @@ def main(argv: list[str] | None = None) -> int:
             return swarmlab.up(dict(os.environ)) if args.action == "up" else swarmlab.down()
         if args.command == "headless":
             chosen = settings.headless_from_env(os.environ, staging=args.staging)
-            base = baseline.baseline_path(args.baseline, os.environ)
-            return baseline.run_with_baseline(
+            base = ab.baseline_path(args.baseline, os.environ)
+            return ab.run_with_baseline(
                 swarm.run_swarm if args.swarm else compose.run_headless, chosen, base
             )
         if args.command == "ab":
             return ab.run_ab(os.environ)
         if args.command == "sweep":
-            env = plan.store_comparison_env(os.environ) if args.store_comparison else dict(os.environ)
-            chosen = plan.sweep_settings(vars(args), env)
+            env = points.store_comparison_env(os.environ) if args.store_comparison else dict(os.environ)
+            chosen = points.sweep_settings(vars(args), env)
             return sweep.run_sweep(chosen, env, report=not args.no_report, dry_run=args.dry_run)
     except UsageError as e:
         die(str(e))
@@ -99,7 +99,7 @@ def add_sweep_parser(sub) -> None:
         help="the scaling experiment: workers x classes x repeats -> results/<sweep-id>/ + report",
         description=sweep.__doc__.split("\n\n")[0] if sweep.__doc__ else None,
     )
-    d = plan
+    d = points
     # flag, metavar, help: each value falls back to the make variable named in its help.
     for flag, metavar, text in (
         ("--workers", "LIST", f"worker counts (WORKERS; default '{' '.join(map(str, d.SWEEP_WORKERS))}')"),
@@ -146,7 +146,7 @@ def add_sweep_parser(sub) -> None:
         "--store-comparison",
         action="store_true",
         help="the store-strategy sweep's defaults (make sweep-stores), for each variable not set: "
-        + ", ".join(f"{k}={v!r}" for k, v in plan.STORE_COMPARISON.items()),
+        + ", ".join(f"{k}={v!r}" for k, v in points.STORE_COMPARISON.items()),
     )
     p.add_argument("--no-report", action="store_true", help="skip `python -m analysis report` at the end")
     p.add_argument("--dry-run", action="store_true", help="print the plan (and each point's status) and exit")

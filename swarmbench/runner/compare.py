@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from swarmbench.core.errors import UsageError, die
+from swarmbench.core.exits import UsageError, die
 
 VENV_PYTHON = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python"
 """The checkout's venv (what `make .venv/.installed` creates)."""
@@ -31,7 +31,7 @@ def python() -> str:
 
 def run(argv: list[str]) -> int:
     if importlib.util.find_spec("numpy") is not None:
-        from swarmbench.compare.cli import main
+        from swarmbench.compare.commands import main
 
         return main(argv)
     if not VENV_PYTHON.is_file():

@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from swarmbench.core import exits
-from swarmbench.core.errors import UsageError
+from swarmbench.core.exits import UsageError
 from swarmbench.core.folder import MANIFEST
-from swarmbench.core.gitinfo import git_commit
-from swarmbench.runner.paths import ROOT, display, results_dir
-from swarmbench.runner.settings import Headless
+from swarmbench.core.manifest import git_commit
+from swarmbench.runner.settings import ROOT, Headless, display, results_dir
 
 COMPOSE_FILES = ("docker-compose.yml", "compose/headless.yml")
 STAGING_FILE = "compose/staging.yml"

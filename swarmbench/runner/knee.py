@@ -2,8 +2,8 @@
 
 Closed model (STEP_USERS): users rise START, START+STEP, ... up to MAX, SECONDS per step
 (locustfiles/step_load.py, driven by LOCUST_STEP_USERS). Open model (STEP_RATES / --rates): the
-arrival rate rises START, START+STEP, ... up to MAX iterations/s (core/steps.py), run by a pool
-of LOCUST_USERS users, and the knee is the highest rate held (analysis/open_knee.py; the report gets
+arrival rate rises START, START+STEP, ... up to MAX iterations/s (core/loadspec.py), run by a pool
+of LOCUST_USERS users, and the knee is the highest rate held (analysis/openmodel.py; the report gets
 KNEE_P99_MS as --knee-p99-ms).
 The run lasts exactly the steps (plus a few seconds), its folder is results/knee-<UTC time>/ unless
 LOCUST_RUN_ID says otherwise, and `python -m analysis report` writes <run>/analysis/. The exit code
@@ -17,14 +17,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from swarmbench.core import exits
-from swarmbench.core.errors import UsageError
-from swarmbench.core.experiment import STRONG
-from swarmbench.core.steps import parse_step_rates, parse_step_users
+from swarmbench.core.exits import UsageError
+from swarmbench.core.loadspec import STRONG, parse_step_rates, parse_step_users
 from swarmbench.core.sweepstate import SweepPoint
 from swarmbench.runner import compose, settings
-from swarmbench.runner.paths import results_dir
-from swarmbench.runner.plan import SweepSettings
-from swarmbench.runner.points import LocalRunner, _PointError
+from swarmbench.runner.points import LocalRunner, SweepSettings, _PointError
+from swarmbench.runner.settings import results_dir
 from swarmbench.runner.sweep import knee_bound, make_report
 
 DEFAULT_STEPS = "10 20 20 130"

@@ -1,8 +1,11 @@
-"""Validate the headless settings before anything starts.
+"""TODO one line.
+
+[paths] Where the runner finds the checkout and puts results.
+
+[settings] Validate the headless settings before anything starts.
 
 Locust would reject most of these too, but only after images are built and the target is up; a
-typo should cost a second, not a minute, and produce one line naming the setting.
-"""
+typo should cost a second, not a minute, and produce one line naming the setting."""
 
 from __future__ import annotations
 
@@ -12,12 +15,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from swarmbench.core.arrival import parse_arrival_rate
 from swarmbench.core.checks import CheckSyntaxError, parse_checks
-from swarmbench.core.durations import parse_duration
-from swarmbench.core.errors import UsageError
-from swarmbench.core.headerlines import HeaderSyntaxError, load_headers
+from swarmbench.core.exits import UsageError
+from swarmbench.core.headers import HeaderSyntaxError, load_headers
 from swarmbench.core.launch import DEFAULT_RUN_TIME, DEFAULT_WORKERS
+from swarmbench.core.loadspec import parse_arrival_rate, parse_duration
+
+# === paths ===========================================================================================
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout: docker-compose.yml, locustfiles/, target/ (the runner runs from a clone)."""
+
+RESULTS = ROOT / "results"
+"""Default host folder for run folders; SWARMBENCH_RESULTS (also read by compose) overrides it."""
+
+
+def results_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("SWARMBENCH_RESULTS") or RESULTS).resolve()
+
+
+def display(path: Path) -> Path:
+    """PATH relative to the checkout when it is inside it (shorter messages)."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+# === settings ========================================================================================
 
 DEFAULT_USER_CLASS = "AlbumsHttpUser"
 """Headless default for the bundled scenario: one client per run, so runs compare cleanly (the web
@@ -53,7 +75,7 @@ def positive_float(name: str, value: str) -> float:
 
 
 def timespan_seconds(name: str, value: str) -> int:
-    """Locust's --run-time syntax (90, 90s, 1m30s, 2h; core/durations.py) in whole seconds."""
+    """Locust's --run-time syntax (90, 90s, 1m30s, 2h; core/loadspec.py) in whole seconds."""
     try:
         if "." in value or "ms" in value:  # Locust's own parser takes whole h/m/s only
             raise ValueError(value)
@@ -66,7 +88,7 @@ def timespan_seconds(name: str, value: str) -> int:
 
 
 def check_arrival(env: Mapping[str, str]) -> None:
-    """The open-model settings (LOCUST_ARRIVAL_RATE, LOCUST_ARRIVAL_MAX_WAIT; core/arrival.py), before
+    """The open-model settings (LOCUST_ARRIVAL_RATE, LOCUST_ARRIVAL_MAX_WAIT; core/loadspec.py), before
     images build or a target starts: UsageError naming the setting."""
     spec, wait = env.get("LOCUST_ARRIVAL_RATE", "").strip(), env.get("LOCUST_ARRIVAL_MAX_WAIT", "").strip()
     try:

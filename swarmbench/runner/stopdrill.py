@@ -35,7 +35,7 @@ from pathlib import Path
 
 from swarmbench.core import folder
 from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd, prepare_results
-from swarmbench.runner.net import free_port, wait_http_or_raise
+from swarmbench.runner.points import free_port, wait_http_or_raise
 
 PATHS = ("ui-ctrlc", "ui-down", "headless-ctrlc", "headless-down")
 SPAWNED = "All users spawned"

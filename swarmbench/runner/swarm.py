@@ -22,13 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from swarmbench.core import exits
-from swarmbench.core.errors import InputError, UsageError
+from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import write_json_atomic
-from swarmbench.core.manifest import RunManifest
-from swarmbench.core.sections import Node, Nodes
+from swarmbench.core.manifest import Node, Nodes, RunManifest
 from swarmbench.runner.compose import COMPOSE_FILES, check_docker, compose_cmd, run_folders, stack_env
-from swarmbench.runner.paths import ROOT, display
-from swarmbench.runner.settings import Headless, timespan_seconds
+from swarmbench.runner.settings import ROOT, Headless, display, timespan_seconds
 
 STACK_FILE = "compose/swarm.yml"
 TARGET_FILE = "compose/swarm-target.yml"

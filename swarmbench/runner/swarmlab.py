@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from swarmbench.core.errors import UsageError
+from swarmbench.core.exits import UsageError
 from swarmbench.runner.swarm import build_images, docker
 
 NETNS = "swarmbench-lab"

@@ -1,4 +1,8 @@
-"""`python -m swarmbench sweep`: the scaling experiment in one command (what `make sweep` runs).
+"""TODO one line.
+
+[progress] The sweep's progress line: `[3/8] w2 AlbumsFastHttpUser rep 1 · ETA 2m10s` on stderr.
+
+[sweep] `python -m swarmbench sweep`: the scaling experiment in one command (what `make sweep` runs).
 
 Workers x user classes (x target stores x request mixes) x repeats, every point one normal headless
 run under results/<sweep-id>/<point-id>/, then `python -m analysis report` on the whole sweep.
@@ -15,29 +19,106 @@ run under results/<sweep-id>/<point-id>/, then `python -m analysis report` on th
   every finished point and exits 130.
 
 The plan is plan.py (pure), each point's processes points.py, the progress line progress.py.
-Standard library only: `--local` needs Locust (the venv) and Go.
-"""
+Standard library only: `--local` needs Locust (the venv) and Go."""
 
 from __future__ import annotations
 
 import math
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.core import exits, verdict
-from swarmbench.core.arrival import holds, parse_arrival_rate
-from swarmbench.core.errors import UsageError
+from swarmbench.core import bottleneck, exits
+from swarmbench.core.exits import UsageError
 from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
+from swarmbench.core.loadspec import holds, parse_arrival_rate
 from swarmbench.runner import settings as S
 from swarmbench.runner.compose import prepare_results
-from swarmbench.runner.paths import ROOT, results_dir
-from swarmbench.runner.plan import Point, SweepSettings, load_state, plan, save_state
-from swarmbench.runner.points import PointRunner, _PointError, classify, point_runner, point_verdict
-from swarmbench.runner.progress import Progress, fmt_duration
+from swarmbench.runner.points import (
+    Point,
+    PointRunner,
+    SweepSettings,
+    _PointError,
+    classify,
+    load_state,
+    plan,
+    point_runner,
+    point_verdict,
+    save_state,
+)
+from swarmbench.runner.settings import ROOT, results_dir
+
+# === progress ========================================================================================
+
+POINT_OVERHEAD_S = 20.0
+"""First ETA guess of a point's cost beyond its run time (stack start, spawn, stop, teardown);
+replaced by the measured mean once a point has finished."""
+
+
+def fmt_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    m, s = divmod(seconds, 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class Progress:
+    """`[3/8] w2 AlbumsFastHttpUser rep 1 · ETA 2m10s` on stderr, with a per-second countdown on a
+    terminal (one line per point otherwise, e.g. in CI logs)."""
+
+    def __init__(self, total: int, run_s: float) -> None:
+        self.total, self.run_s = total, run_s
+        self.durations: list[float] = []
+        self.tty = sys.stderr.isatty()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def per_point(self) -> float:
+        if self.durations:
+            return sum(self.durations) / len(self.durations)
+        return self.run_s + POINT_OVERHEAD_S
+
+    def start(self, index: int, point: Point, remaining_after: int) -> None:
+        t0 = time.monotonic()
+
+        def line() -> str:
+            left = max(0.0, self.per_point() - (time.monotonic() - t0)) + remaining_after * self.per_point()
+            return f"[{index}/{self.total}] {point.label} · ETA {fmt_duration(left)}"
+
+        if not self.tty:
+            print(f"swarmbench: {line()}", file=sys.stderr, flush=True)
+            return
+        self._stop.clear()
+
+        def tick() -> None:
+            while not self._stop.wait(1.0):
+                print(f"\r\x1b[K{line()}", end="", file=sys.stderr, flush=True)
+
+        print(f"\r\x1b[K{line()}", end="", file=sys.stderr, flush=True)
+        self._thread = threading.Thread(target=tick, daemon=True)
+        self._thread.start()
+
+    def finish(self, point: Point, elapsed: float) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+            self._thread = None
+        self.durations.append(elapsed)
+        end = "\r\x1b[K" if self.tty else ""
+        note = f" ({point.reason})" if point.reason and point.status != "done" else ""
+        verdict = f", {point.verdict}" if point.verdict else ""
+        print(
+            f"{end}swarmbench: {point.id}: {point.status}{verdict} in {fmt_duration(elapsed)}{note}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+# === sweep ===========================================================================================
 
 POINT_GRACE_S = 180.0
 """A point may take this long beyond its run time before it is killed and recorded as failed
@@ -224,7 +305,7 @@ def knee_bound(env: Mapping[str, str]) -> float:
     """The open-model knee's intended-start p99 bound in ms: KNEE_P99_MS, else core's default.
     The analysis reads no environment: the runner passes it on as --knee-p99-ms."""
     try:
-        return verdict.knee_p99_ms(env.get("KNEE_P99_MS", ""))
+        return bottleneck.knee_p99_ms(env.get("KNEE_P99_MS", ""))
     except ValueError as e:
         raise UsageError(f"KNEE_P99_MS: {e}") from None
 

@@ -1,0 +1,283 @@
+"""`python -m analysis`: report, summary and checks subcommands. The only code here that writes files.
+
+Errors are one line on stderr, `analysis: error: WHERE: PROBLEM`, exit code 2, no traceback;
+warnings are `analysis: warning: ...` lines and the command goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from swarmbench.analysis.locust_csv import AnalysisError, AnalysisWarning
+from swarmbench.core import exits
+from swarmbench.core.bottleneck import KNEE_P99_MS, knee_p99_ms
+
+PROG = "analysis"
+
+
+def die(message: str) -> NoReturn:
+    """The one way the CLI fails: one line, exit code 2 (core's die, under this CLI's name)."""
+    exits.die(message, prog=PROG)
+
+
+class _WarningPrinter:
+    """Prints each AnalysisWarning as one line (and keeps it for the report page)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._previous = warnings.showwarning
+
+    def __call__(self, message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, AnalysisWarning):
+            self.seen.append(str(message))
+            print(f"{PROG}: warning: {message}", file=sys.stderr)
+        else:
+            self._previous(message, category, filename, lineno, file, line)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Summaries, scaling fits and an HTML report from Swarmbench/Locust run folders.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser(
+        "report",
+        help="write summary.csv, scaling.json, charts (PNG) and report.html into OUT",
+        description="Every run folder (a folder with a *_stats.csv) under each PATH goes into one report.",
+    )
+    rep.add_argument(
+        "paths", nargs="+", metavar="PATH", help="run folder(s) or folder(s) holding run folders"
+    )
+    rep.add_argument("-o", "--out", required=True, metavar="OUT", help="output folder (created if needed)")
+    rep.add_argument("--title", default="Swarmbench report", help="page title")
+    rep.add_argument(
+        "--include-partial",
+        action="store_true",
+        help="keep degraded, interrupted and failed runs (run.json status) in the scaling fits",
+    )
+    rep.add_argument(
+        "--knee-p99-ms",
+        type=_milliseconds,
+        default=KNEE_P99_MS,
+        metavar="MS",
+        help="open-model knee: a step holds only with its intended-start p99 at most MS "
+        f"(default {KNEE_P99_MS:g}; `swarmbench knee` passes KNEE_P99_MS)",
+    )
+    rep.set_defaults(func=cmd_report)
+    summ = sub.add_parser("summary", help="print the per-run, per-endpoint table")
+    summ.add_argument("paths", nargs="+", metavar="PATH")
+    summ.add_argument("--format", choices=("table", "csv"), default="table")
+    summ.add_argument("--aggregated", action="store_true", help="only the Aggregated row of each run")
+    summ.set_defaults(func=cmd_summary)
+    chk = sub.add_parser(
+        "checks",
+        help="evaluate thresholds on a saved run folder (exit 3 when one is broken)",
+        description="Latency from the run's HDR histograms (exact), else locust_stats.csv (rounded).",
+    )
+    chk.add_argument("run", metavar="RUN", help="one run folder")
+    chk.add_argument("exprs", nargs="+", metavar="EXPR", help="thresholds, e.g. 'p50<108' (docs/ci.md)")
+    chk.set_defaults(func=cmd_checks)
+    return parser
+
+
+def _milliseconds(text: str) -> float:
+    """--knee-p99-ms: a positive number of milliseconds, '' the default (core's rule for KNEE_P99_MS)."""
+    try:
+        return knee_p99_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    printer = _WarningPrinter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", AnalysisWarning)  # every file's warning, not the first only
+        warnings.showwarning = printer
+        try:
+            return args.func(args, printer.seen)
+        except AnalysisError as e:
+            die(str(e))
+        except OSError as e:  # e.g. OUT not writable: name the path, no traceback
+            die(f"{e.filename or '?'}: {e.strerror or e}")
+
+
+def cmd_summary(args: argparse.Namespace, _seen: list[str]) -> int:
+    import pandas as pd
+
+    from swarmbench.analysis import columns as C
+    from swarmbench.analysis.runs import load_runs
+    from swarmbench.analysis.summary import aggregated, summarize
+
+    table = summarize(load_runs(args.paths, history=False))
+    if args.aggregated:
+        table = aggregated(table)
+    if args.format == "csv":
+        table.to_csv(sys.stdout, index=False, lineterminator="\n")
+        return 0
+    shown = table.drop(columns=[C.METHOD, C.ENDPOINT_NAME])
+    with pd.option_context("display.width", 250, "display.max_rows", None, "display.max_columns", None):
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}" if abs(v) < 1 else f"{v:.1f}"))
+    return 0
+
+
+def cmd_checks(args: argparse.Namespace, _seen: list[str]) -> int:
+    from swarmbench.analysis.summary import evaluate_folder
+    from swarmbench.core.checks import CheckSyntaxError, parse_checks
+    from swarmbench.core.exits import THRESHOLDS_BROKEN
+
+    try:
+        checks = parse_checks(args.exprs)
+    except CheckSyntaxError as e:
+        die(str(e))
+    outcomes = evaluate_folder(Path(args.run), checks)
+    for outcome in outcomes:
+        print(f"{PROG}: check {outcome.line()}")
+    return 0 if all(o.passed for o in outcomes) else THRESHOLDS_BROKEN
+
+
+def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
+    out = Path(args.out)
+    check_out(out)
+    from swarmbench.analysis.runs import load_runs
+    from swarmbench.analysis.scaling import analyze_scaling, scaling_json
+    from swarmbench.analysis.summary import summarize
+
+    runs = load_runs(args.paths)
+    summary = summarize(runs)
+    groups, notes = analyze_scaling(runs, include_partial=args.include_partial)
+    # matplotlib only now: a bad input fails fast, before the slowest import.
+    from swarmbench.analysis.comparisons import comparisons_json, sweep_comparisons
+    from swarmbench.analysis.locust_csv import warn
+    from swarmbench.analysis.report import build_report, render_charts, summary_html
+    from swarmbench.analysis.timeseries import timeseries_table
+    from swarmbench.core.sweepstate import find_sweeps
+
+    charts = render_charts(runs, summary, groups, knee_p99_ms=args.knee_p99_ms)
+    sweeps = find_sweeps(args.paths, warn)
+    found = sweep_comparisons(groups)
+    page = build_report(
+        runs,
+        summary,
+        groups,
+        charts,
+        warnings=list(seen),
+        inputs=[str(p) for p in args.paths],
+        title=args.title,
+        sweeps=sweeps,
+        answers=summary_html(found, groups, runs, sweeps, args.include_partial),
+    )
+    files: dict[str, bytes] = {
+        "summary.csv": summary.to_csv(index=False).encode("utf-8"),
+        "scaling.json": (json.dumps(scaling_json(groups, notes), indent=2, allow_nan=False) + "\n").encode(),
+        "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
+        "comparisons.json": (json.dumps(comparisons_json(found), indent=2) + "\n").encode(),
+        **{c.filename: c.png for c in charts},
+        "report.html": page.encode("utf-8"),  # last: its presence means the rest is there
+    }
+    write_atomically(out, files)
+    print(
+        f"{out / 'report.html'}: {len(runs)} run(s), {len(groups)} scaling group(s), {len(charts)} chart(s)"
+    )
+    return 0
+
+
+REPORT_SIGNATURE = frozenset({"scaling.json", "report.html"})
+"""Files only a report folder holds together. OUT may be replaced only when it is empty or a
+previous report (these files, no subfolders), so `-o results` can never replace the runs it reports
+on, nor `-o ~/Documents` anything else. (A signature, not a list of every file: the report's set of
+files grows with the analysis.)"""
+IGNORABLE = frozenset({".DS_Store"})
+"""Files a desktop puts in any folder it shows; not the user's work."""
+
+
+def check_out(out: Path) -> None:
+    """Refuse an OUT whose replacement would lose something: a file, a run folder (its report.html
+    is Locust's own), or a folder holding anything but a previous report (e.g. `-o results`).
+    A new folder INSIDE a run folder is allowed: the swap touches OUT alone, and `make knee` keeps
+    its report in results/<run-id>/analysis/ on purpose."""
+    if out.exists() and not out.is_dir():
+        die(f"{out}: exists and is not a folder")
+    if _is_run_folder(out):
+        die(f"{out}: is a run folder; its report.html is Locust's own: choose another OUT")
+    if out.is_dir():
+        entries = sorted(p for p in out.iterdir() if p.name not in IGNORABLE)
+        if entries and not _is_report(entries):
+            names = [p.name for p in entries]
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            die(f"{out}: is not empty and not a previous report ({shown}); choose a new or empty folder")
+
+
+def _is_run_folder(folder: Path) -> bool:
+    from swarmbench.core.folder import MANIFEST
+
+    return folder.is_dir() and ((folder / MANIFEST).is_file() or any(folder.glob("*_stats.csv")))
+
+
+def _is_report(entries: list[Path]) -> bool:
+    names = {p.name for p in entries}
+    return names >= REPORT_SIGNATURE and all(p.is_file() and not p.is_symlink() for p in entries)
+
+
+def write_atomically(out: Path, files: dict[str, bytes]) -> None:
+    """Replace OUT by a folder holding exactly FILES, all or nothing.
+
+    The new folder is built beside OUT (hidden: the analysis skips dot-folders), then swapped in:
+    OUT renamed aside, the new folder renamed to OUT, the old one deleted. A failure at any step
+    leaves OUT as it was (a previous report intact) and raises an OSError naming OUT, not a temp
+    path. (Two renames, not one: POSIX has no portable atomic exchange of two folders; between them
+    OUT is briefly absent, never half old, half new.)"""
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        new = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
+    except OSError as e:
+        raise _about(out, e, "cannot create the report folder") from None
+    try:
+        for name, data in files.items():
+            (new / name).write_bytes(data)
+        new.chmod(_folder_mode(out))
+        _swap(new, out)
+    except OSError as e:
+        raise _about(out, e, "cannot write the report") from None
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+
+
+def _swap(new: Path, out: Path) -> None:
+    if not out.exists():
+        os.rename(new, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old.rmdir()  # a free name for OUT to move to
+    os.rename(out, old)
+    try:
+        os.rename(new, out)
+    except OSError:
+        os.rename(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _folder_mode(out: Path) -> int:
+    """OUT's own mode when it exists, else what mkdir would give (mkdtemp makes 0700)."""
+    if out.is_dir():
+        return out.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
+def _about(out: Path, e: OSError, what: str) -> OSError:
+    """E re-aimed at OUT: the person chose OUT, never saw the temp folder's name."""
+    return OSError(e.errno, f"{what} ({e.strerror or e})", str(out))

@@ -1,0 +1,388 @@
+"""TODO one line.
+
+[cli] `python -m swarmbench compare BASELINE CANDIDATE` (= `python -m swarmbench.compare`): the only code
+of the comparison that writes files. Exit 3 when any metric regressed (the thresholds' code: too
+slow), 0 otherwise, 2 on bad input (one line naming the path; nothing written).
+
+[floor] `python -m swarmbench.compare.commands A B -o OUT`: an A/A run's noise floor (what `make ab` runs
+when B equals A).
+
+Every run of both sides is one setting run 2 x REPEATS times, so together they calibrate the
+run-to-run noise (noise.calibrate), written to A/compare-noise.json: a later `compare` against A
+(or against one run in it) finds it there. Then A is compared with B as any two sides are (the
+usual outputs in OUT), and per metric the noise floor is printed: the smallest change these
+settings can tell from noise on this machine (FLOOR_METHOD)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+from swarmbench.compare import noise, report, sides, stats
+from swarmbench.compare.sides import CompareWarning, is_run, read_side
+from swarmbench.compare.stats import INCONCLUSIVE, METRICS, MIN_EFFECT, REGRESSED
+from swarmbench.core import exits
+from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.exits import InputError, die
+
+# === cli =============================================================================================
+
+PROG = "swarmbench compare"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line and exit 2 (die), as every bad input here."""
+
+    def error(self, message: str):  # type: ignore[override]
+        die(f"{message} (see --help)", prog=PROG)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m swarmbench compare", description="Did it get slower? " + stats.METHOD + ".")
+    p.add_argument("baseline", nargs="?", type=Path, help="run folder or folder of repeats (BASELINE)")
+    p.add_argument("candidate", nargs="?", type=Path, help="run folder or folder of repeats (CANDIDATE)")
+    p.add_argument("-o", "--out", type=Path, help="output folder (default results/compare-<UTC time>)")
+    p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
+    p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
+    p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, of {', '.join(METRICS)}")
+    p.add_argument("--names", help="comma-separated request names (default: every name in common)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--noise", type=Path, help=f"run-to-run noise file (default: {noise.NOISE_JSON} with the baseline)"
+    )
+    p.add_argument("--allow-different", action="store_true", help="compare runs of different loads")
+    p.add_argument("--fail-on-inconclusive", action="store_true", help="exit 3 on inconclusive too")
+    p.add_argument(
+        "--calibrate",
+        type=Path,
+        metavar="DIR",
+        help=f"A/A: measure the run-to-run noise of DIR's identical runs into DIR/{noise.NOISE_JSON}",
+    )
+    return p
+
+
+def options(args: argparse.Namespace) -> dict:
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    bad = [m for m in metrics if m not in METRICS]
+    if bad or not metrics:
+        die(f"--metrics: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(METRICS)}", prog=PROG)
+    check_levels(args)
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    return {
+        "metrics": metrics,
+        "names": names,
+        "min_effect": args.min_effect / 100,
+        "confidence": args.confidence / 100,
+        "seed": args.seed,
+    }
+
+
+def check_levels(args: argparse.Namespace) -> None:
+    if not 0 < args.confidence < 100:
+        die(f"--confidence: {args.confidence:g} is not between 0 and 100", prog=PROG)
+    if not 0 <= args.min_effect < 100:
+        die(f"--min-effect: {args.min_effect:g} is not between 0 and 100", prog=PROG)
+
+
+SET_BY_AB = {"baseline": "BASELINE", "candidate": "CANDIDATE", "out": "-o", "calibrate": "--calibrate"}
+"""What `make ab` gives the comparison itself: its COMPARE_ARGS may not (check_ab_args)."""
+
+
+def check_ab_args(words: list[str], aa: bool) -> None:
+    """`make ab`'s COMPARE_ARGS, checked before any run (one line, exit 2 when wrong): options of
+    `swarmbench compare` for A/B, of the noise floor (--min-effect, --confidence, --seed) for A/A."""
+    if aa:
+        from swarmbench.compare import commands
+
+        args = commands.floor_parser().parse_args(["A", "B", "-o", "\0", *words])
+        if str(args.out) != "\0":  # a later -o wins in argparse: the words gave one
+            die("-o is set by make ab, not by COMPARE_ARGS", prog=PROG)
+        check_levels(args)
+        return
+    args = parser().parse_args(words)
+    given = [name for name in SET_BY_AB if getattr(args, name) is not None]
+    if given:
+        die(f"{SET_BY_AB[given[0]]} is set by make ab, not by COMPARE_ARGS", prog=PROG)
+    options(args)
+    if args.noise is not None:  # a missing or malformed file would fail only after the runs
+        try:
+            noise.read(args.noise)
+        except InputError as e:
+            die(f"--noise: {e}", prog=PROG)
+
+
+def out_dir(chosen: Path | None, inputs: list[Path]) -> Path:
+    """The output folder, checked before anything is computed: never inside a run folder, never
+    one that already holds a comparison."""
+    out = chosen or Path("results") / f"compare-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    for parent in [out.resolve(), *out.resolve().parents]:
+        if is_run(parent):
+            raise InputError(out, f"inside the run folder {parent}; choose another -o")
+    if (out / "compare.json").exists():
+        raise InputError(out, "already holds a comparison (nothing is written over)")
+    return out
+
+
+def calibrate(folder: Path, seed: int) -> int:
+    runs = read_side(folder)
+    if len(runs) < 2:
+        raise InputError(folder, "calibration needs at least two identical complete runs")
+    g, side, _ = sides.build(runs, runs[:1], [sides.names(runs, runs, None).common[-1]])
+    found = noise.calibrate(side, g, seed)
+    target = noise.write(
+        folder, found, [r.path.name for r in runs], [str(r.manifest.started_at) for r in runs]
+    )
+    print(f"run-to-run noise of {len(runs)} runs -> {target}")
+    print(", ".join(f"{m} {v:.1%}" for m, v in found.items()))
+    return exits.OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    opts = options(args)
+    seen: list[str] = []
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        seen.append(str(message))
+        print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", CompareWarning)
+    try:
+        if args.calibrate:
+            return calibrate(args.calibrate, args.seed)
+        return compare(args, opts, seen)
+    except InputError as e:
+        die(str(e), prog=PROG)
+
+
+def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
+    base_path = args.baseline or (Path(os.environ["BASELINE"]) if os.environ.get("BASELINE") else None)
+    cand_path = args.candidate or (Path(os.environ["CANDIDATE"]) if os.environ.get("CANDIDATE") else None)
+    if base_path is None or cand_path is None:
+        die("give BASELINE and CANDIDATE (run folders or folders of repeats)", prog=PROG)
+    out = out_dir(args.out, [base_path, cand_path])
+    baseline, candidate = read_side(base_path), read_side(cand_path)
+    differ = sides.differences(baseline, candidate)
+    refused = [d for d in differ if d.load]
+    if refused and not args.allow_different:
+        what = "; ".join(f"{d.setting} {d.baseline} vs {d.candidate}" for d in refused)
+        raise InputError(
+            cand_path, f"a different load than {base_path} ({what}); --allow-different to compare anyway"
+        )
+    found_names = sides.names(baseline, candidate, opts["names"])
+    if len(found_names.common) <= (0 if opts["names"] else 1):
+        raise InputError(cand_path, f"no request name in common with {base_path}")
+    noise_file = args.noise or noise.find(base_path)
+    calibration = noise.read(noise_file) if noise_file else noise.Calibration(dict(noise.DEFAULT_NOISE))
+    level = calibration.noise
+    g, a, b = sides.build(baseline, candidate, found_names.common)
+    a.noise = b.noise = level
+    a.noise_runs, b.noise_runs = calibration.pool_runs(baseline), calibration.pool_runs(candidate)
+    found = stats.compare(a, b, g, opts["metrics"], opts["confidence"], opts["seed"])
+    outcome = report.Outcome(
+        [str(r.path) for r in baseline],
+        [str(r.path) for r in candidate],
+        report.rows(found, opts["min_effect"]),
+        found_names,
+        differ,
+        opts,
+        level,
+        str(noise_file) if noise_file else "default, docs/compare.md",
+        not all(r.exact for r in baseline + candidate),
+        seen,
+        pooled(a, b),
+    )
+    write(out, outcome, g, a, b, args.fail_on_inconclusive)
+    return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def pooled(a: stats.Side, b: stats.Side) -> dict[str, int]:
+    """The calibration's runs each side of repeats pools its spread with (stats.pooled; 0: none)."""
+    return {side: s.noise_runs if len(s.runs) > 1 else 0 for side, s in (("baseline", a), ("candidate", b))}
+
+
+def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: bool) -> None:
+    text = report.table(outcome)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.txt").write_text(text + "\n")
+    (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
+    (out / "junit.xml").write_bytes(report.junit(outcome, fail_on_inconclusive))
+    (out / "compare.html").write_text(report.page(outcome, g, a, b), encoding="utf-8")
+    print(f"-> {out}/ (compare.txt, compare.json, junit.xml, compare.html)")
+
+
+def exit_code(outcome: report.Outcome, fail_on_inconclusive: bool) -> int:
+    if outcome.count(REGRESSED):
+        return exits.THRESHOLDS_BROKEN
+    if outcome.count(INCONCLUSIVE):
+        print(
+            f"{PROG}: warning: {outcome.count(INCONCLUSIVE)} inconclusive (more runs would tell)",
+            file=sys.stderr,
+        )
+        if fail_on_inconclusive:
+            return exits.THRESHOLDS_BROKEN
+    return exits.OK
+
+
+# === floor ===========================================================================================
+
+FLOOR_PROG = "swarmbench ab"
+
+FLOOR_METHOD = (
+    "smallest detectable change = min-effect band + half the width of the A/A comparison's CI "
+    "(relative to the value): a change that large has its CI just clear the band, so it is called "
+    "about half the time; one more half-width and it is called almost always"
+)
+FLOOR_JSON = "noise-commands.json"
+
+
+def half_widths(found: dict[str, dict[str, stats.Difference]]) -> dict[str, float]:
+    """Half the CI width of each metric's Aggregated difference, relative to the baseline value."""
+    out = {}
+    for metric, by_name in found.items():
+        d = by_name[AGGREGATED]
+        out[metric] = (d.high - d.low) / 2 / abs(d.baseline) if d.baseline else math.nan
+    return out
+
+
+def floors(a: Path, b: Path, confidence: float, seed: int) -> tuple[dict, dict, dict]:
+    """(noise, floors, found): the calibrated noise of all runs; per metric {"value", "noise",
+    "repeats", "single"} (floors without the band); the A vs B comparison itself."""
+    side_a, side_b = read_side(a), read_side(b)
+    runs = side_a + side_b
+    if len(runs) < 2:
+        raise InputError(a, "a noise floor needs at least two complete runs (A and B together)")
+    everyone, all_runs, _ = sides.build(runs, runs[:1], [AGGREGATED])
+    level = noise.calibrate(all_runs, everyone, seed)
+    noise.write(
+        a,
+        level,
+        [f"{r.path.parent.name}/{r.path.name}" for r in runs],
+        [str(r.manifest.started_at) for r in runs],
+    )
+    names = sides.names(side_a, side_b, None)
+    g, sa, sb = sides.build(side_a, side_b, names.common)
+    sa.noise = sb.noise = level
+    found = stats.compare(sa, sb, g, list(METRICS), confidence, seed)
+    g1, one_a, one_b = sides.build(side_a[:1], side_b[:1], [AGGREGATED])
+    one_a.noise = one_b.noise = level
+    single = half_widths(stats.compare(one_a, one_b, g1, list(METRICS), confidence, seed))
+    repeats = half_widths(found)
+    table = {
+        m: {
+            "value": found[m][AGGREGATED].baseline,
+            "noise": level[m],
+            "repeats": repeats[m],
+            "single": single[m],
+        }
+        for m in METRICS
+    }
+    return level, table, {"found": found, "names": names, "grid": g, "sides": (side_a, side_b, sa, sb)}
+
+
+def floor_text(table: dict, min_effect: float, repeats: tuple[int, int]) -> str:
+    """The noise-floor table: per metric its value, run-to-run noise and smallest detectable change
+    with this A/A's repeats per side and with one run per side."""
+    head = (
+        "metric",
+        "value",
+        "run-to-run SD",
+        f"floor, {repeats[0]} vs {repeats[1]} runs",
+        "floor, 1 vs 1 run",
+    )
+    lines = [head]
+    for m, row in table.items():
+        unit = report.UNITS[m]
+        value = report.shown(m, row["value"])
+        lines.append(
+            (
+                m,
+                f"{value} {unit}",
+                f"{row['noise']:.1%}",
+                _pct(min_effect + row["repeats"]),
+                _pct(min_effect + row["single"]),
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    rows = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+    return "\n".join(
+        [
+            "noise floor (A/A): the smallest change these settings can detect on this machine",
+            *rows,
+            f"method: {FLOOR_METHOD}; band {min_effect:.0%}",
+        ]
+    )
+
+
+def _pct(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1%}"
+
+
+def floor_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m swarmbench.compare.commands", description=__doc__.splitlines()[0])
+    p.add_argument("a", type=Path, help="folder of the A runs")
+    p.add_argument("b", type=Path, help="folder of the B runs (the same settings as A)")
+    p.add_argument("-o", "--out", type=Path, required=True, help="output folder")
+    p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
+    p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def floor_main(argv: list[str] | None = None) -> int:
+    args = floor_parser().parse_args(argv)
+    check_levels(args)
+    min_effect, confidence = args.min_effect / 100, args.confidence / 100
+    try:
+        out = out_dir(args.out, [args.a, args.b])
+        level, table, c = floors(args.a, args.b, confidence, args.seed)
+    except InputError as e:
+        die(str(e), prog=FLOOR_PROG)
+    side_a, side_b, sa, sb = c["sides"]
+    opts = {"metrics": list(METRICS), "names": None, "min_effect": min_effect, "confidence": confidence}
+    outcome = report.Outcome(
+        [str(r.path) for r in side_a],
+        [str(r.path) for r in side_b],
+        report.rows(c["found"], min_effect),
+        c["names"],
+        [],
+        {**opts, "seed": args.seed},
+        level,
+        f"calibrated from these {len(side_a) + len(side_b)} runs, {args.a / noise.NOISE_JSON}",
+        not all(r.exact for r in side_a + side_b),
+    )
+    write(out, outcome, c["grid"], sa, sb, False)
+    text = floor_text(table, min_effect, (len(side_a), len(side_b)))
+    print("\n" + text)
+    (out / "noise-commands.txt").write_text(text + "\n")
+    floor_json = {
+        "method": FLOOR_METHOD,
+        "min_effect": min_effect,
+        "noise_file": str(args.a / noise.NOISE_JSON),
+    }
+    floor_json["metrics"] = {
+        m: {
+            "value": report._num(r["value"]),
+            "run_to_run_sd": r["noise"],
+            "floor_repeats": report._num(min_effect + r["repeats"]),
+            "floor_single": report._num(min_effect + r["single"]),
+        }
+        for m, r in table.items()
+    }
+    (out / FLOOR_JSON).write_text(json.dumps(floor_json, indent=2) + "\n")
+    print(f"run-to-run noise -> {args.a / noise.NOISE_JSON} (later compares against {args.a} use it)")
+    if outcome.count(REGRESSED):
+        print(
+            f"{FLOOR_PROG}: warning: identical settings were called regressed on {outcome.count(REGRESSED)} "
+            "metric(s): this machine's noise is larger than a CI of these runs shows; use more repeats",
+            file=sys.stderr,
+        )
+    return exits.OK
