@@ -88,6 +88,7 @@ test: lint test-go test-py ## everything CI runs (installs what it needs into .v
 lint: $(VENV)/.installed $(ACTIONLINT) ## ruff + go vet + actionlint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(ACTIONLINT)
 	cd target && go vet ./... && test -z "$$(gofmt -l .)"
 

@@ -1,5 +1,6 @@
-"""`python -m analysis ...` = `python -m swarmbench.analysis ...` (the name the README and make use)."""
+"""`python -m analysis report|summary|checks`: the analysis commands of `swarmbench` (swarmbench/cli.py)
+under the short name the README and make use."""
 
-from swarmbench.analysis.commands import main
+from swarmbench.cli import analysis_main
 
-raise SystemExit(main())
+raise SystemExit(analysis_main())

@@ -46,8 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from swarmbench.compare import noise, sides, stats  # noqa: E402
 from swarmbench.compare.sides import bucket_values_us, read_side  # noqa: E402
-from swarmbench.compare.stats import MIN_EFFECT, REGRESSED, verdict  # noqa: E402
-from swarmbench.core.checks import AGGREGATED  # noqa: E402
+from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, MIN_EFFECT, REGRESSED, verdict  # noqa: E402
 
 SHIFT = 1.10
 PER_SIDE = 3
@@ -222,7 +221,7 @@ def timing(pool: Path, repeats: int = 3) -> None:
             names = sides.names(ra, rb, None).common
             g, sa, sb = sides.build(ra, rb, names)
             sa.noise = sb.noise = dict(noise.DEFAULT_NOISE)
-            found = stats.compare(sa, sb, g, list(stats.METRICS))
+            found = stats.compare(sa, sb, g, list(COMPARE_METRICS))
             t1 = time.perf_counter()
             from swarmbench.compare import report
 

@@ -21,4 +21,4 @@ USER 1000:1000
 EXPOSE 8089 5557
 # `master [--headless]` or `worker`: the Locust command line is built by swarmbench.core.launch,
 # the same code that starts local processes; any other arguments go to `locust` unchanged.
-ENTRYPOINT ["python", "-m", "swarmbench.core.launch"]
+ENTRYPOINT ["python", "-m", "swarmbench", "launch"]

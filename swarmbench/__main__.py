@@ -1,7 +1,5 @@
-"""`python -m swarmbench ...`: the host CLI (swarmbench.runner.cli)."""
+"""`python -m swarmbench ...`: the command line (swarmbench/cli.py)."""
 
-import sys
+from swarmbench.cli import main
 
-from swarmbench.runner.cli import main
-
-sys.exit(main())
+raise SystemExit(main())

@@ -196,12 +196,12 @@ _HIDDEN_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarni
 
 @pytest.fixture
 def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
-    """`python -m analysis ARGS` in the pytest process: swarmbench.analysis.commands.main (the function
+    """`python -m analysis ARGS` in the pytest process: swarmbench.cli.analysis_main (the function
     analysis/__main__.py calls), its exit code (returned, or SystemExit's) and what it printed. A
     warning from any other code that a subprocess would print goes to its stderr too, so "exactly
     one line on stderr" means the same as in a subprocess. An exception main lets escape fails the
     test, as a traceback would."""
-    from swarmbench.analysis.commands import main
+    from swarmbench.cli import analysis_main as main
 
     def run(*args: str | Path) -> CliResult:
         capsys.readouterr()  # only what this command prints

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.commands import main as analysis_main
 from swarmbench.analysis.knee import steps
 from swarmbench.analysis.runs import load_run, load_runs
 from swarmbench.analysis.timeseries import (
@@ -22,6 +21,7 @@ from swarmbench.analysis.timeseries import (
     timeseries_table,
     windows,
 )
+from swarmbench.cli import analysis_main
 
 pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")  # no run.json
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pytest
 
 from swarmbench.compare import stats
 from swarmbench.compare.sides import bucket_values_us
-from swarmbench.compare.stats import IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
+from swarmbench.core.checks import COMPARE_METRICS, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
 from swarmbench.latency.histogram import new_histogram
 
 WINDOWS, PER_WINDOW = 60, 150
@@ -64,7 +64,7 @@ def sides(base: list[np.ndarray], cand: list[np.ndarray], noise: float = 0.0, fa
         np.add.at(hist, (rows, cols.ravel()), 1)
         return stats.Run(hist, np.full((idx.shape[0], 1), float(idx.shape[1])), fails[:, None])
 
-    noises = dict.fromkeys(stats.METRICS, noise)
+    noises = dict.fromkeys(COMPARE_METRICS, noise)
     return (
         grid,
         stats.Side([run(i, f) for i, f in zip(b_idx, b_fail, strict=True)], noises),
@@ -124,7 +124,7 @@ def test_point_estimates_are_the_merged_histograms():
     rng = np.random.default_rng(9)
     runs = [samples(rng), samples(rng)]
     grid, a, _ = sides(runs, runs, fail_p=0.1)
-    found = stats.point(a, grid, list(stats.METRICS))
+    found = stats.point(a, grid, list(COMPARE_METRICS))
     assert found["throughput"][NAME] == PER_WINDOW
     failures = sum(r.failures.sum() for r in a.runs)
     assert found["error_rate"][NAME] == pytest.approx(failures / (2 * WINDOWS * PER_WINDOW))

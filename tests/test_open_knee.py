@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT
 from make_runs import compose_env
 
-from swarmbench.analysis import commands as analysis_cli
+from swarmbench import cli
 from swarmbench.analysis import openmodel
 from swarmbench.core.bottleneck import KNEE_P99_MS, knee_p99_ms
 from swarmbench.core.exits import UsageError
@@ -159,25 +159,25 @@ def test_sweep_table_per_worker_count():
 
 def test_the_report_takes_its_knee_bound_from_the_command_line_only(monkeypatch):
     monkeypatch.setenv("KNEE_P99_MS", "-3")  # the analysis reads no environment
-    parse = analysis_cli.build_parser().parse_args
+    parse = cli.build_parser("analysis", cli.ANALYSIS_COMMANDS).parse_args
     assert parse(["report", "x", "-o", "y"]).knee_p99_ms == KNEE_P99_MS
     assert parse(["report", "x", "-o", "y", "--knee-p99-ms", "250ms"]).knee_p99_ms == 250
 
 
 def test_a_bad_knee_p99_bound_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
-        analysis_cli.main(["report", "x", "-o", "y", "--knee-p99-ms", "-3"])
+        cli.analysis_main(["report", "x", "-o", "y", "--knee-p99-ms", "-3"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "analysis report: error: argument --knee-p99-ms: '-3' is not a positive number" in err
+    assert "analysis: error: report: argument --knee-p99-ms: '-3' is not a positive number" in err
     with pytest.raises(UsageError, match="^KNEE_P99_MS: '-3' is not a positive number"):
         knee_bound({"KNEE_P99_MS": "-3"})
 
 
 def test_the_runner_passes_knee_p99_ms_to_the_report(tmp_path):
     cmd = report_command(tmp_path, knee_p99_ms=knee_bound({"KNEE_P99_MS": "250"}))
-    assert cmd[1:4] == ["-m", "analysis", "report"] and cmd[-2:] == ["--knee-p99-ms", "250.0"]
-    assert analysis_cli.build_parser().parse_args(cmd[3:]).knee_p99_ms == 250
+    assert cmd[1:4] == ["-m", "swarmbench", "report"] and cmd[-2:] == ["--knee-p99-ms", "250.0"]
+    assert cli.build_parser().parse_args(cmd[3:]).knee_p99_ms == 250
     assert knee_bound({}) == KNEE_P99_MS
     assert "--knee-p99-ms" not in report_command(tmp_path)  # a closed-model report: the analysis' default
 

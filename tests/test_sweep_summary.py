@@ -55,7 +55,7 @@ def lines(page: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory):
-    from swarmbench.analysis.commands import main
+    from swarmbench.cli import analysis_main as main
 
     out = tmp_path_factory.mktemp("examples") / "report"
     assert main(["report", str(EXAMPLES), "-o", str(out)]) == 0

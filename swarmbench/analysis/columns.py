@@ -1,78 +1,141 @@
-"""Locust's CSV columns and Swarmbench's run-folder names, named once.
+"""The analysis' column names: Swarmbench's tidy frames (summary.csv, timeseries.csv, the settings
+table), and Locust's CSV columns and run-folder names (swarmbench/core/folder.py), re-exported so
+every reader needs one import.
 
 Locust's CSV headers are an interface we do not own: every reader in this project goes through
 these names so a Locust upgrade that renames a column breaks in exactly one place.
 """
 
-# --- *_stats.csv (one row per (Type, Name) plus the "Aggregated" row) ---
-TYPE = "Type"
-NAME = "Name"
-REQUEST_COUNT = "Request Count"
-FAILURE_COUNT = "Failure Count"
-MEDIAN_RT = "Median Response Time"
-AVG_RT = "Average Response Time"
-MIN_RT = "Min Response Time"
-MAX_RT = "Max Response Time"
-AVG_SIZE = "Average Content Size"
-RPS = "Requests/s"
-FAILURES_PER_S = "Failures/s"
-
-# --- *_stats_history.csv (one row per second; per endpoint too with --csv-full-history) ---
-TIMESTAMP = "Timestamp"
-USER_COUNT = "User Count"
-CURRENT_RPS = "Requests/s"
-CURRENT_FAILURES_PER_S = "Failures/s"
-TOTAL_REQUEST_COUNT = "Total Request Count"
-TOTAL_FAILURE_COUNT = "Total Failure Count"
-TOTAL_MEDIAN_RT = "Total Median Response Time"
-TOTAL_AVG_RT = "Total Average Response Time"
-
-# Percentile columns are "50%", "95%", ..., "100%" in both files. In the history file they hold
-# the percentile over Locust's ~10 s response-time window (with --csv-full-history), and "N/A"
-# (or 0) in the first rows before any response arrived.
-P50 = "50%"
-P90 = "90%"
-P95 = "95%"
-P99 = "99%"
-P999 = "99.9%"
-
-# The row Locust adds with totals over every endpoint (the thresholds' default name, too).
-from swarmbench.core.checks import AGGREGATED as AGGREGATED  # noqa: E402
-
-# --- *_failures.csv ---
-FAIL_METHOD = "Method"
-FAIL_NAME = "Name"
-FAIL_ERROR = "Error"
-FAIL_OCCURRENCES = "Occurrences"
-
-# --- *_exceptions.csv ---
-EXC_COUNT = "Count"
-EXC_MESSAGE = "Message"
-EXC_TRACEBACK = "Traceback"
-EXC_NODES = "Nodes"
-
-# --- A Swarmbench run folder: results/<run-id>/ (its file names are swarmbench.core.folder's,
-# re-exported so every reader needs one import) ---
-from swarmbench.core.folder import CSV_PREFIX as CSV_PREFIX  # noqa: E402
-from swarmbench.core.folder import EXCEPTIONS_CSV as EXCEPTIONS_CSV  # noqa: E402
-from swarmbench.core.folder import FAILURES_CSV as FAILURES_CSV  # noqa: E402
-from swarmbench.core.folder import HISTORY_CSV as HISTORY_CSV  # noqa: E402
-from swarmbench.core.folder import MANIFEST as MANIFEST  # noqa: E402
-from swarmbench.core.folder import REPORT_HTML as REPORT_HTML  # noqa: E402
-from swarmbench.core.folder import STATS_CSV as STATS_CSV  # noqa: E402
-
-# Further Locust columns the analysis reads.
-P100 = "100%"  # the window's maximum: 0 there means the window held no responses (see timeseries)
-FAIL_FIRST_SEEN = "First Seen"  # failures CSV, newer Locust only
-FAIL_LAST_SEEN = "Last Seen"
-
-# Older Locust header spellings -> the current names above. Headers are also matched without regard
-# to case, which covers "Median response time" and friends.
-LEGACY_ALIASES = {
-    "# requests": REQUEST_COUNT,
-    "# failures": FAILURE_COUNT,
-    "Method": TYPE,  # stats CSVs of Locust < 1.0 called the request type "Method"
-}
+from swarmbench.core.checks import AGGREGATED as AGGREGATED
+from swarmbench.core.folder import (
+    AVG_RT as AVG_RT,
+)
+from swarmbench.core.folder import (
+    AVG_SIZE as AVG_SIZE,
+)
+from swarmbench.core.folder import (
+    CSV_PREFIX as CSV_PREFIX,
+)
+from swarmbench.core.folder import (
+    CURRENT_FAILURES_PER_S as CURRENT_FAILURES_PER_S,
+)
+from swarmbench.core.folder import (
+    CURRENT_RPS as CURRENT_RPS,
+)
+from swarmbench.core.folder import (
+    EXC_COUNT as EXC_COUNT,
+)
+from swarmbench.core.folder import (
+    EXC_MESSAGE as EXC_MESSAGE,
+)
+from swarmbench.core.folder import (
+    EXC_NODES as EXC_NODES,
+)
+from swarmbench.core.folder import (
+    EXC_TRACEBACK as EXC_TRACEBACK,
+)
+from swarmbench.core.folder import (
+    EXCEPTIONS_CSV as EXCEPTIONS_CSV,
+)
+from swarmbench.core.folder import (
+    FAIL_ERROR as FAIL_ERROR,
+)
+from swarmbench.core.folder import (
+    FAIL_FIRST_SEEN as FAIL_FIRST_SEEN,
+)
+from swarmbench.core.folder import (
+    FAIL_LAST_SEEN as FAIL_LAST_SEEN,
+)
+from swarmbench.core.folder import (
+    FAIL_METHOD as FAIL_METHOD,
+)
+from swarmbench.core.folder import (
+    FAIL_NAME as FAIL_NAME,
+)
+from swarmbench.core.folder import (
+    FAIL_OCCURRENCES as FAIL_OCCURRENCES,
+)
+from swarmbench.core.folder import (
+    FAILURE_COUNT as FAILURE_COUNT,
+)
+from swarmbench.core.folder import (
+    FAILURES_CSV as FAILURES_CSV,
+)
+from swarmbench.core.folder import (
+    FAILURES_PER_S as FAILURES_PER_S,
+)
+from swarmbench.core.folder import (
+    HISTORY_CSV as HISTORY_CSV,
+)
+from swarmbench.core.folder import (
+    LEGACY_ALIASES as LEGACY_ALIASES,
+)
+from swarmbench.core.folder import (
+    MANIFEST as MANIFEST,
+)
+from swarmbench.core.folder import (
+    MAX_RT as MAX_RT,
+)
+from swarmbench.core.folder import (
+    MEDIAN_RT as MEDIAN_RT,
+)
+from swarmbench.core.folder import (
+    MIN_RT as MIN_RT,
+)
+from swarmbench.core.folder import (
+    NAME as NAME,
+)
+from swarmbench.core.folder import (
+    P50 as P50,
+)
+from swarmbench.core.folder import (
+    P90 as P90,
+)
+from swarmbench.core.folder import (
+    P95 as P95,
+)
+from swarmbench.core.folder import (
+    P99 as P99,
+)
+from swarmbench.core.folder import (
+    P100 as P100,
+)
+from swarmbench.core.folder import (
+    P999 as P999,
+)
+from swarmbench.core.folder import (
+    REPORT_HTML as REPORT_HTML,
+)
+from swarmbench.core.folder import (
+    REQUEST_COUNT as REQUEST_COUNT,
+)
+from swarmbench.core.folder import (
+    RPS as RPS,
+)
+from swarmbench.core.folder import (
+    STATS_CSV as STATS_CSV,
+)
+from swarmbench.core.folder import (
+    TIMESTAMP as TIMESTAMP,
+)
+from swarmbench.core.folder import (
+    TOTAL_AVG_RT as TOTAL_AVG_RT,
+)
+from swarmbench.core.folder import (
+    TOTAL_FAILURE_COUNT as TOTAL_FAILURE_COUNT,
+)
+from swarmbench.core.folder import (
+    TOTAL_MEDIAN_RT as TOTAL_MEDIAN_RT,
+)
+from swarmbench.core.folder import (
+    TOTAL_REQUEST_COUNT as TOTAL_REQUEST_COUNT,
+)
+from swarmbench.core.folder import (  # Locust's columns and file names, re-exported: one import for every reader
+    TYPE as TYPE,
+)
+from swarmbench.core.folder import (
+    USER_COUNT as USER_COUNT,
+)
 
 # --- Swarmbench's tidy frames (summary.csv, time series, scaling points) ---
 RUN_ID = "run_id"

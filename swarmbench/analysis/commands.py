@@ -1,7 +1,8 @@
-"""`python -m analysis`: report, summary and checks subcommands. The only code here that writes files.
+"""The analysis commands, `swarmbench report|summary|checks` (and `python -m analysis ...`): the
+only analysis code that writes files. Their options are parsed in swarmbench/cli.py.
 
-Errors are one line on stderr, `analysis: error: WHERE: PROBLEM`, exit code 2, no traceback;
-warnings are `analysis: warning: ...` lines and the command goes on.
+Errors are one line on stderr, `PROG: error: WHERE: PROBLEM` (PROG: `analysis` or `swarmbench`),
+exit code 2, no traceback; warnings are `PROG: warning: ...` lines and the command goes on.
 """
 
 from __future__ import annotations
@@ -13,103 +14,41 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from swarmbench.analysis.locust_csv import AnalysisError, AnalysisWarning
-from swarmbench.core import exits
-from swarmbench.core.bottleneck import KNEE_P99_MS, knee_p99_ms
-
-PROG = "analysis"
-
-
-def die(message: str) -> NoReturn:
-    """The one way the CLI fails: one line, exit code 2 (core's die, under this CLI's name)."""
-    exits.die(message, prog=PROG)
+from swarmbench.core.exits import UsageError
 
 
 class _WarningPrinter:
     """Prints each AnalysisWarning as one line (and keeps it for the report page)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prog: str) -> None:
+        self.prog = prog
         self.seen: list[str] = []
         self._previous = warnings.showwarning
 
     def __call__(self, message, category, filename, lineno, file=None, line=None) -> None:
         if issubclass(category, AnalysisWarning):
             self.seen.append(str(message))
-            print(f"{PROG}: warning: {message}", file=sys.stderr)
+            print(f"{self.prog}: warning: {message}", file=sys.stderr)
         else:
             self._previous(message, category, filename, lineno, file, line)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Summaries, scaling fits and an HTML report from Swarmbench/Locust run folders.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser(
-        "report",
-        help="write summary.csv, scaling.json, charts (PNG) and report.html into OUT",
-        description="Every run folder (a folder with a *_stats.csv) under each PATH goes into one report.",
-    )
-    rep.add_argument(
-        "paths", nargs="+", metavar="PATH", help="run folder(s) or folder(s) holding run folders"
-    )
-    rep.add_argument("-o", "--out", required=True, metavar="OUT", help="output folder (created if needed)")
-    rep.add_argument("--title", default="Swarmbench report", help="page title")
-    rep.add_argument(
-        "--include-partial",
-        action="store_true",
-        help="keep degraded, interrupted and failed runs (run.json status) in the scaling fits",
-    )
-    rep.add_argument(
-        "--knee-p99-ms",
-        type=_milliseconds,
-        default=KNEE_P99_MS,
-        metavar="MS",
-        help="open-model knee: a step holds only with its intended-start p99 at most MS "
-        f"(default {KNEE_P99_MS:g}; `swarmbench knee` passes KNEE_P99_MS)",
-    )
-    rep.set_defaults(func=cmd_report)
-    summ = sub.add_parser("summary", help="print the per-run, per-endpoint table")
-    summ.add_argument("paths", nargs="+", metavar="PATH")
-    summ.add_argument("--format", choices=("table", "csv"), default="table")
-    summ.add_argument("--aggregated", action="store_true", help="only the Aggregated row of each run")
-    summ.set_defaults(func=cmd_summary)
-    chk = sub.add_parser(
-        "checks",
-        help="evaluate thresholds on a saved run folder (exit 3 when one is broken)",
-        description="Latency from the run's HDR histograms (exact), else locust_stats.csv (rounded).",
-    )
-    chk.add_argument("run", metavar="RUN", help="one run folder")
-    chk.add_argument("exprs", nargs="+", metavar="EXPR", help="thresholds, e.g. 'p50<108' (docs/ci.md)")
-    chk.set_defaults(func=cmd_checks)
-    return parser
-
-
-def _milliseconds(text: str) -> float:
-    """--knee-p99-ms: a positive number of milliseconds, '' the default (core's rule for KNEE_P99_MS)."""
-    try:
-        return knee_p99_ms(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    printer = _WarningPrinter()
+def run(args: argparse.Namespace) -> int:
+    """Run ARGS.command (parsed by swarmbench/cli.py; ARGS.root names the program in every line)."""
+    printer = _WarningPrinter(args.root)
+    command = {"report": cmd_report, "summary": cmd_summary, "checks": cmd_checks}[args.command]
     with warnings.catch_warnings():
         warnings.simplefilter("always", AnalysisWarning)  # every file's warning, not the first only
         warnings.showwarning = printer
         try:
-            return args.func(args, printer.seen)
+            return command(args, printer.seen)
         except AnalysisError as e:
-            die(str(e))
+            raise UsageError(str(e)) from None
         except OSError as e:  # e.g. OUT not writable: name the path, no traceback
-            die(f"{e.filename or '?'}: {e.strerror or e}")
+            raise UsageError(f"{e.filename or '?'}: {e.strerror or e}") from None
 
 
 def cmd_summary(args: argparse.Namespace, _seen: list[str]) -> int:
@@ -139,10 +78,10 @@ def cmd_checks(args: argparse.Namespace, _seen: list[str]) -> int:
     try:
         checks = parse_checks(args.exprs)
     except CheckSyntaxError as e:
-        die(str(e))
+        raise UsageError(str(e)) from None
     outcomes = evaluate_folder(Path(args.run), checks)
     for outcome in outcomes:
-        print(f"{PROG}: check {outcome.line()}")
+        print(f"{args.root}: check {outcome.line()}")
     return 0 if all(o.passed for o in outcomes) else THRESHOLDS_BROKEN
 
 
@@ -207,15 +146,15 @@ def check_out(out: Path) -> None:
     A new folder INSIDE a run folder is allowed: the swap touches OUT alone, and `make knee` keeps
     its report in results/<run-id>/analysis/ on purpose."""
     if out.exists() and not out.is_dir():
-        die(f"{out}: exists and is not a folder")
+        raise UsageError(f"{out}: exists and is not a folder")
     if _is_run_folder(out):
-        die(f"{out}: is a run folder; its report.html is Locust's own: choose another OUT")
+        raise UsageError(f"{out}: is a run folder; its report.html is Locust's own: choose another OUT")
     if out.is_dir():
         entries = sorted(p for p in out.iterdir() if p.name not in IGNORABLE)
         if entries and not _is_report(entries):
             names = [p.name for p in entries]
             shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-            die(f"{out}: is not empty and not a previous report ({shown}); choose a new or empty folder")
+            raise UsageError(f"{out}: is not empty and not a previous report ({shown}); choose a new or empty folder")
 
 
 def _is_run_folder(folder: Path) -> bool:

@@ -23,8 +23,15 @@ from swarmbench.compare import sides as compare_grid
 from swarmbench.compare import stats
 from swarmbench.compare.noise import DEFAULT_NOISE
 from swarmbench.compare.sides import RunData, read_run
-from swarmbench.compare.stats import IMPROVED, INCONCLUSIVE, MIN_EFFECT, NO_CHANGE, REGRESSED, verdict
-from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.checks import (
+    AGGREGATED,
+    IMPROVED,
+    INCONCLUSIVE,
+    MIN_EFFECT,
+    NO_CHANGE,
+    REGRESSED,
+    verdict,
+)
 
 METRICS = ("throughput", "p95")
 """What a sweep's question is about: how much it served, and how slow its slow requests were."""

@@ -26,52 +26,22 @@ from pathlib import Path
 
 from swarmbench.compare import noise, report, sides, stats
 from swarmbench.compare.sides import CompareWarning, is_run, read_side
-from swarmbench.compare.stats import INCONCLUSIVE, METRICS, MIN_EFFECT, REGRESSED
 from swarmbench.core import exits
-from swarmbench.core.checks import AGGREGATED
-from swarmbench.core.exits import InputError, die
-
-# === cli =============================================================================================
+from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, INCONCLUSIVE, REGRESSED
+from swarmbench.core.exits import InputError, UsageError
 
 PROG = "swarmbench compare"
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line and exit 2 (die), as every bad input here."""
-
-    def error(self, message: str):  # type: ignore[override]
-        die(f"{message} (see --help)", prog=PROG)
-
-
-def parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m swarmbench compare", description="Did it get slower? " + stats.METHOD + ".")
-    p.add_argument("baseline", nargs="?", type=Path, help="run folder or folder of repeats (BASELINE)")
-    p.add_argument("candidate", nargs="?", type=Path, help="run folder or folder of repeats (CANDIDATE)")
-    p.add_argument("-o", "--out", type=Path, help="output folder (default results/compare-<UTC time>)")
-    p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
-    p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
-    p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, of {', '.join(METRICS)}")
-    p.add_argument("--names", help="comma-separated request names (default: every name in common)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument(
-        "--noise", type=Path, help=f"run-to-run noise file (default: {noise.NOISE_JSON} with the baseline)"
-    )
-    p.add_argument("--allow-different", action="store_true", help="compare runs of different loads")
-    p.add_argument("--fail-on-inconclusive", action="store_true", help="exit 3 on inconclusive too")
-    p.add_argument(
-        "--calibrate",
-        type=Path,
-        metavar="DIR",
-        help=f"A/A: measure the run-to-run noise of DIR's identical runs into DIR/{noise.NOISE_JSON}",
-    )
-    return p
+"""The prefix of the comparison's warnings (its errors are the command line's: swarmbench/cli.py)."""
 
 
 def options(args: argparse.Namespace) -> dict:
+    """The comparison's options from the parsed command line; UsageError naming a bad one."""
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    bad = [m for m in metrics if m not in METRICS]
+    bad = [m for m in metrics if m not in COMPARE_METRICS]
     if bad or not metrics:
-        die(f"--metrics: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(METRICS)}", prog=PROG)
+        raise UsageError(
+            f"--metrics: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(COMPARE_METRICS)}"
+        )
     check_levels(args)
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     return {
@@ -84,37 +54,20 @@ def options(args: argparse.Namespace) -> dict:
 
 
 def check_levels(args: argparse.Namespace) -> None:
+    """--confidence and --min-effect, in percent; UsageError when out of range."""
     if not 0 < args.confidence < 100:
-        die(f"--confidence: {args.confidence:g} is not between 0 and 100", prog=PROG)
+        raise UsageError(f"--confidence: {args.confidence:g} is not between 0 and 100")
     if not 0 <= args.min_effect < 100:
-        die(f"--min-effect: {args.min_effect:g} is not between 0 and 100", prog=PROG)
+        raise UsageError(f"--min-effect: {args.min_effect:g} is not between 0 and 100")
 
 
-SET_BY_AB = {"baseline": "BASELINE", "candidate": "CANDIDATE", "out": "-o", "calibrate": "--calibrate"}
-"""What `make ab` gives the comparison itself: its COMPARE_ARGS may not (check_ab_args)."""
-
-
-def check_ab_args(words: list[str], aa: bool) -> None:
-    """`make ab`'s COMPARE_ARGS, checked before any run (one line, exit 2 when wrong): options of
-    `swarmbench compare` for A/B, of the noise floor (--min-effect, --confidence, --seed) for A/A."""
-    if aa:
-        from swarmbench.compare import commands
-
-        args = commands.floor_parser().parse_args(["A", "B", "-o", "\0", *words])
-        if str(args.out) != "\0":  # a later -o wins in argparse: the words gave one
-            die("-o is set by make ab, not by COMPARE_ARGS", prog=PROG)
-        check_levels(args)
-        return
-    args = parser().parse_args(words)
-    given = [name for name in SET_BY_AB if getattr(args, name) is not None]
-    if given:
-        die(f"{SET_BY_AB[given[0]]} is set by make ab, not by COMPARE_ARGS", prog=PROG)
-    options(args)
-    if args.noise is not None:  # a missing or malformed file would fail only after the runs
+def check_noise_file(path: Path | None) -> None:
+    """--noise, read now: a missing or malformed file must fail before `make ab`'s runs, not after."""
+    if path is not None:
         try:
-            noise.read(args.noise)
+            noise.read(path)
         except InputError as e:
-            die(f"--noise: {e}", prog=PROG)
+            raise UsageError(f"--noise: {e}") from None
 
 
 def out_dir(chosen: Path | None, inputs: list[Path]) -> Path:
@@ -143,8 +96,8 @@ def calibrate(folder: Path, seed: int) -> int:
     return exits.OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def compare_command(args: argparse.Namespace) -> int:
+    """`swarmbench compare` (args: swarmbench/cli.py): the exit code, 3 when a metric regressed."""
     opts = options(args)
     seen: list[str] = []
 
@@ -159,14 +112,14 @@ def main(argv: list[str] | None = None) -> int:
             return calibrate(args.calibrate, args.seed)
         return compare(args, opts, seen)
     except InputError as e:
-        die(str(e), prog=PROG)
+        raise UsageError(str(e)) from None
 
 
 def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     base_path = args.baseline or (Path(os.environ["BASELINE"]) if os.environ.get("BASELINE") else None)
     cand_path = args.candidate or (Path(os.environ["CANDIDATE"]) if os.environ.get("CANDIDATE") else None)
     if base_path is None or cand_path is None:
-        die("give BASELINE and CANDIDATE (run folders or folders of repeats)", prog=PROG)
+        raise UsageError("give BASELINE and CANDIDATE (run folders or folders of repeats)")
     out = out_dir(args.out, [base_path, cand_path])
     baseline, candidate = read_side(base_path), read_side(cand_path)
     differ = sides.differences(baseline, candidate)
@@ -241,7 +194,7 @@ FLOOR_METHOD = (
     "(relative to the value): a change that large has its CI just clear the band, so it is called "
     "about half the time; one more half-width and it is called almost always"
 )
-FLOOR_JSON = "noise-commands.json"
+FLOOR_JSON = "noise-floor.json"
 
 
 def half_widths(found: dict[str, dict[str, stats.Difference]]) -> dict[str, float]:
@@ -271,10 +224,10 @@ def floors(a: Path, b: Path, confidence: float, seed: int) -> tuple[dict, dict, 
     names = sides.names(side_a, side_b, None)
     g, sa, sb = sides.build(side_a, side_b, names.common)
     sa.noise = sb.noise = level
-    found = stats.compare(sa, sb, g, list(METRICS), confidence, seed)
+    found = stats.compare(sa, sb, g, list(COMPARE_METRICS), confidence, seed)
     g1, one_a, one_b = sides.build(side_a[:1], side_b[:1], [AGGREGATED])
     one_a.noise = one_b.noise = level
-    single = half_widths(stats.compare(one_a, one_b, g1, list(METRICS), confidence, seed))
+    single = half_widths(stats.compare(one_a, one_b, g1, list(COMPARE_METRICS), confidence, seed))
     repeats = half_widths(found)
     table = {
         m: {
@@ -283,7 +236,7 @@ def floors(a: Path, b: Path, confidence: float, seed: int) -> tuple[dict, dict, 
             "repeats": repeats[m],
             "single": single[m],
         }
-        for m in METRICS
+        for m in COMPARE_METRICS
     }
     return level, table, {"found": found, "names": names, "grid": g, "sides": (side_a, side_b, sa, sb)}
 
@@ -326,28 +279,17 @@ def _pct(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.1%}"
 
 
-def floor_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m swarmbench.compare.commands", description=__doc__.splitlines()[0])
-    p.add_argument("a", type=Path, help="folder of the A runs")
-    p.add_argument("b", type=Path, help="folder of the B runs (the same settings as A)")
-    p.add_argument("-o", "--out", type=Path, required=True, help="output folder")
-    p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
-    p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
-    p.add_argument("--seed", type=int, default=0)
-    return p
-
-
-def floor_main(argv: list[str] | None = None) -> int:
-    args = floor_parser().parse_args(argv)
+def floor_command(args: argparse.Namespace) -> int:
+    """`swarmbench floor A B -o OUT` (args: swarmbench/cli.py): the comparison's exit code."""
     check_levels(args)
     min_effect, confidence = args.min_effect / 100, args.confidence / 100
     try:
         out = out_dir(args.out, [args.a, args.b])
         level, table, c = floors(args.a, args.b, confidence, args.seed)
     except InputError as e:
-        die(str(e), prog=FLOOR_PROG)
+        raise UsageError(str(e)) from None
     side_a, side_b, sa, sb = c["sides"]
-    opts = {"metrics": list(METRICS), "names": None, "min_effect": min_effect, "confidence": confidence}
+    opts = {"metrics": list(COMPARE_METRICS), "names": None, "min_effect": min_effect, "confidence": confidence}
     outcome = report.Outcome(
         [str(r.path) for r in side_a],
         [str(r.path) for r in side_b],
@@ -362,7 +304,7 @@ def floor_main(argv: list[str] | None = None) -> int:
     write(out, outcome, c["grid"], sa, sb, False)
     text = floor_text(table, min_effect, (len(side_a), len(side_b)))
     print("\n" + text)
-    (out / "noise-commands.txt").write_text(text + "\n")
+    (out / "noise-floor.txt").write_text(text + "\n")
     floor_json = {
         "method": FLOOR_METHOD,
         "min_effect": min_effect,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from swarmbench.compare.stats import METRICS, Grid, Side, bootstrap, point
-from swarmbench.core.checks import AGGREGATED
+from swarmbench.compare.stats import Grid, Side, bootstrap, point
+from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS
 from swarmbench.core.exits import InputError, read_text
 
 NOISE_JSON = "compare-noise.json"
@@ -77,7 +77,7 @@ def read(path: Path) -> Calibration:
     """A calibration file; InputError naming it when malformed."""
     try:
         data = json.loads(read_text(path))
-        noise = {m: float(v) for m, v in data["noise"].items() if m in METRICS}
+        noise = {m: float(v) for m, v in data["noise"].items() if m in COMPARE_METRICS}
         runs = tuple(str(r) for r in data.get("runs") or ())
         started = tuple(str(t) for t in data.get("started") or ())
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
@@ -92,7 +92,7 @@ def calibrate(side: Side, grid: Grid, seed: int = 0) -> dict[str, float]:
     if len(side.runs) < 2:
         raise ValueError("calibration needs at least two identical runs")
     rng = np.random.default_rng(seed)
-    metrics = list(METRICS)
+    metrics = list(COMPARE_METRICS)
     values: dict[str, list[float]] = {m: [] for m in metrics}
     within: dict[str, list[float]] = {m: [] for m in metrics}
     for run in side.runs:

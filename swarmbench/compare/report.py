@@ -18,20 +18,8 @@ import numpy as np
 from swarmbench.compare import svg
 from swarmbench.compare.sides import Difference as SettingDifference
 from swarmbench.compare.sides import Names
-from swarmbench.compare.stats import (
-    INCONCLUSIVE,
-    METHOD,
-    PERCENTILES,
-    REGRESSED,
-    VERDICTS,
-    Difference,
-    Grid,
-    Side,
-    band,
-    percentiles_of,
-    verdict,
-)
-from swarmbench.core.checks import AGGREGATED
+from swarmbench.compare.stats import METHOD, PERCENTILES, Difference, Grid, Side, percentiles_of
+from swarmbench.core.checks import AGGREGATED, INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
 
 # === report ==========================================================================================
 

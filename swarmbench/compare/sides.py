@@ -29,11 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
-from swarmbench.analysis import columns as C
 from swarmbench.compare.stats import Grid, Run, Side
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError, read_text
-from swarmbench.core.folder import HISTORY_CSV, LATENCY_WINDOWS_CSV, MANIFEST, STATS_CSV
+from swarmbench.core.folder import (
+    HISTORY_CSV,
+    LATENCY_WINDOWS_CSV,
+    MANIFEST,
+    NAME,
+    STATS_CSV,
+    TIMESTAMP,
+    TOTAL_FAILURE_COUNT,
+    TOTAL_REQUEST_COUNT,
+)
 from swarmbench.core.manifest import RunManifest
 from swarmbench.latency.histogram import decode, new_histogram
 from swarmbench.latency.windows import WINDOW_COLUMNS, WINDOW_S
@@ -193,12 +201,12 @@ def read_history(path: Path) -> dict[str, Series]:
     first: float | None = None
     previous: dict[str, tuple[float, float]] = {}
     for row_number, row in enumerate(rows, 2):
-        name = row.get(C.NAME) or ""
+        name = row.get(NAME) or ""
         if name == AGGREGATED:
             continue
         try:
-            stamp = float(row[C.TIMESTAMP])
-            total, fails = float(row[C.TOTAL_REQUEST_COUNT]), float(row[C.TOTAL_FAILURE_COUNT])
+            stamp = float(row[TIMESTAMP])
+            total, fails = float(row[TOTAL_REQUEST_COUNT]), float(row[TOTAL_FAILURE_COUNT])
             values = [row[f"{p:g}%"] for p in HISTORY_PERCENTILES]
         except (KeyError, TypeError, ValueError):
             raise InputError(path, f"row {row_number}: not a Locust stats history row") from None

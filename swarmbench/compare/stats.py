@@ -130,22 +130,13 @@ METHOD = (
 )
 """The method in one line, for the terminal table, compare.json and the HTML report."""
 
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+
 BOOTSTRAP = 2000
 """Replicates: a 95 % percentile interval rests on the 50 replicates beyond each end; 2000 keeps
 the Monte-Carlo error of its ends under ~0.5 % of their width (Efron & Tibshirani: 1000-2000 for
 intervals), and two 10-minute runs still bootstrap in well under a second."""
 
-METRICS = ("throughput", "error_rate", "p50", "p90", "p95", "p99")
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
-HIGHER_IS_WORSE = {
-    "throughput": False,
-    "error_rate": True,
-    "p50": True,
-    "p90": True,
-    "p95": True,
-    "p99": True,
-}
-"""The bad direction of each metric: less throughput is worse, more latency or errors is worse."""
 
 
 def block_length(n_windows: int) -> int:
@@ -461,39 +452,3 @@ def compare(
                 low, high = max(low, -b), max(high, -b)
             out[metric][name] = Difference(b, c, c - b, low, high)
     return out
-
-
-# === verdict =========================================================================================
-
-REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE = "regressed", "improved", "no change", "inconclusive"
-VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE)
-
-MIN_EFFECT = 0.05
-"""Default band: changes under 5 % are not worth a failed build. Identical 15 s runs on a shared
-2-core machine differ by up to ~5 % in p50 (issue 19), so a smaller band would mostly report noise."""
-
-ERROR_RATE_FLOOR = 0.001
-"""The error-rate band is at least 0.1 percentage point: 5 % of a zero error rate is zero, and a
-band of zero would call one failed request in a clean run a regression."""
-
-
-def band(metric: str, baseline: float, min_effect: float) -> float:
-    """Half-width of the no-change band, in the metric's unit."""
-    width = abs(baseline) * min_effect
-    return max(width, ERROR_RATE_FLOOR) if metric == "error_rate" else width
-
-
-def verdict(metric: str, d: Difference, min_effect: float) -> str:
-    """The verdict of D (see the module docstring); inconclusive when the interval is unknown."""
-    if math.isnan(d.low) or math.isnan(d.high) or math.isnan(d.baseline):
-        return INCONCLUSIVE
-    sign = 1 if HIGHER_IS_WORSE[metric] else -1
-    low, high = sorted((sign * d.low, sign * d.high))
-    edge = band(metric, d.baseline, min_effect)
-    if low > edge:
-        return REGRESSED
-    if high < -edge:
-        return IMPROVED
-    if -edge <= low and high <= edge:
-        return NO_CHANGE
-    return INCONCLUSIVE

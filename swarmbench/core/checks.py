@@ -23,6 +23,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from swarmbench.core.manifest import CheckOutcome
 
@@ -187,3 +188,54 @@ def _show(value: float, unit: str) -> str:
     if unit == "ms":
         return f"{value:g} ms"
     return f"{value:g} ({value * 100:.2f} %)"  # fail_ratio: both spellings, 0.01 is easy to misread
+
+
+# --- a comparison's verdict ---------------------------------------------------------------------
+
+COMPARE_METRICS = ("throughput", "error_rate", "p50", "p90", "p95", "p99")
+"""What `swarmbench compare` judges, in its order: the run's throughput and error rate, and four
+percentiles of its latency."""
+HIGHER_IS_WORSE = {
+    "throughput": False,
+    "error_rate": True,
+    "p50": True,
+    "p90": True,
+    "p95": True,
+    "p99": True,
+}
+"""The bad direction of each metric: less throughput is worse, more latency or errors is worse."""
+
+REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE = "regressed", "improved", "no change", "inconclusive"
+VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE)
+
+MIN_EFFECT = 0.05
+"""Default band: changes under 5 % are not worth a failed build. Identical 15 s runs on a shared
+2-core machine differ by up to ~5 % in p50 (issue 19), so a smaller band would mostly report noise."""
+
+ERROR_RATE_FLOOR = 0.001
+"""The error-rate band is at least 0.1 percentage point: 5 % of a zero error rate is zero, and a
+band of zero would call one failed request in a clean run a regression."""
+
+
+def band(metric: str, baseline: float, min_effect: float) -> float:
+    """Half-width of the no-change band, in the metric's unit."""
+    width = abs(baseline) * min_effect
+    return max(width, ERROR_RATE_FLOOR) if metric == "error_rate" else width
+
+
+def verdict(metric: str, d: Any, min_effect: float) -> str:
+    """The verdict of D, a difference with its interval (compare/stats.py Difference: baseline, low,
+    high): significance AND a minimum effect (as ASV does), never one without the other; inconclusive
+    when the interval is unknown."""
+    if math.isnan(d.low) or math.isnan(d.high) or math.isnan(d.baseline):
+        return INCONCLUSIVE
+    sign = 1 if HIGHER_IS_WORSE[metric] else -1
+    low, high = sorted((sign * d.low, sign * d.high))
+    edge = band(metric, d.baseline, min_effect)
+    if low > edge:
+        return REGRESSED
+    if high < -edge:
+        return IMPROVED
+    if -edge <= low and high <= edge:
+        return NO_CHANGE
+    return INCONCLUSIVE

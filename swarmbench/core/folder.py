@@ -100,3 +100,65 @@ def write_json_atomic(path: Path, data: dict) -> None:
 def utc_iso(t: datetime | None, timespec: str = "milliseconds") -> str | None:
     """`2026-11-21T19:45:00.123Z`: run.json's and sweep.json's time format."""
     return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z") if t else None
+
+
+# === Locust's CSV columns: an interface we do not own, named once ===================================
+# Every reader in this project goes through these names, so a Locust upgrade that renames a column
+# breaks in exactly one place.
+
+# --- *_stats.csv (one row per (Type, Name) plus the "Aggregated" row) ---
+TYPE = "Type"
+NAME = "Name"
+REQUEST_COUNT = "Request Count"
+FAILURE_COUNT = "Failure Count"
+MEDIAN_RT = "Median Response Time"
+AVG_RT = "Average Response Time"
+MIN_RT = "Min Response Time"
+MAX_RT = "Max Response Time"
+AVG_SIZE = "Average Content Size"
+RPS = "Requests/s"
+FAILURES_PER_S = "Failures/s"
+
+# --- *_stats_history.csv (one row per second; per endpoint too with --csv-full-history) ---
+TIMESTAMP = "Timestamp"
+USER_COUNT = "User Count"
+CURRENT_RPS = "Requests/s"
+CURRENT_FAILURES_PER_S = "Failures/s"
+TOTAL_REQUEST_COUNT = "Total Request Count"
+TOTAL_FAILURE_COUNT = "Total Failure Count"
+TOTAL_MEDIAN_RT = "Total Median Response Time"
+TOTAL_AVG_RT = "Total Average Response Time"
+
+# Percentile columns are "50%", "95%", ..., "100%" in both files. In the history file they hold
+# the percentile over Locust's ~10 s response-time window (with --csv-full-history), and "N/A"
+# (or 0) in the first rows before any response arrived.
+P50 = "50%"
+P90 = "90%"
+P95 = "95%"
+P99 = "99%"
+P999 = "99.9%"
+
+# --- *_failures.csv ---
+FAIL_METHOD = "Method"
+FAIL_NAME = "Name"
+FAIL_ERROR = "Error"
+FAIL_OCCURRENCES = "Occurrences"
+
+# --- *_exceptions.csv ---
+EXC_COUNT = "Count"
+EXC_MESSAGE = "Message"
+EXC_TRACEBACK = "Traceback"
+EXC_NODES = "Nodes"
+
+# Further Locust columns the analysis reads.
+P100 = "100%"  # the window's maximum: 0 there means the window held no responses (see timeseries)
+FAIL_FIRST_SEEN = "First Seen"  # failures CSV, newer Locust only
+FAIL_LAST_SEEN = "Last Seen"
+
+# Older Locust header spellings -> the current names above. Headers are also matched without regard
+# to case, which covers "Median response time" and friends.
+LEGACY_ALIASES = {
+    "# requests": REQUEST_COUNT,
+    "# failures": FAILURE_COUNT,
+    "Method": TYPE,  # stats CSVs of Locust < 1.0 called the request type "Method"
+}

@@ -1,6 +1,6 @@
 """The Locust command line of a master, a worker or a standalone run: built here, and only here.
 
-Used by the image's entrypoint (`python -m swarmbench.core.launch master|worker [--headless]`, which
+Used by the image's entrypoint (`swarmbench launch master|worker [--headless]`, which
 compose runs with settings from the environment), by the sweep's local-process runner, and by any
 later engine, so every launch waits for its workers, reads its locustfiles and ends the same way.
 """
@@ -133,7 +133,7 @@ def from_env(role: str, headless: bool, env: Mapping[str, str]) -> Launch:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m swarmbench.core.launch ROLE [--headless] [LOCUST ARGS...]`: exec Locust.
+    """`swarmbench launch ROLE [--headless] [LOCUST ARGS...]` (the image's entrypoint): exec Locust.
 
     Anything that is not a role is handed to Locust unchanged (`docker compose run master --help`
     style calls keep working)."""
@@ -149,6 +149,3 @@ def main(argv: list[str] | None = None) -> None:
         wait_for_host(os.environ["LOCUST_HOST"], int(wait_s))
     os.execvp("locust", ["locust", *launch.argv(), *rest])
 
-
-if __name__ == "__main__":
-    main()

@@ -1,17 +1,20 @@
-"""TODO one line.
+"""Comparing the runs the runner makes: `make ab` (A and B interleaved, then compared) and
+`--baseline DIR` (one headless run, then compared with a saved baseline).
 
-[baseline] `--baseline DIR` on headless and staging runs (`BASELINE=DIR make headless|staging`): after the
-run, compare it with a saved baseline (a run folder or a folder of repeats) and fail the build on a
-regression (exit 3). The run folder itself is kept, whatever the verdict.
+The comparison is `swarmbench compare` (or `swarmbench floor` for A/A) in a process of its own, the
+same interpreter (sys.executable): this module stays standard library only, and a failing
+comparison cannot take the runs' record with it. swarmbench/cli.py checks first that the
+comparison's packages are there (numpy, hdrhistogram: `pip install 'swarmbench[compare]'`).
 
-The comparison goes NEXT TO the run folder, in results/<run-id>-vs-baseline/, not inside it: a run
-folder holds what the run wrote and nothing else, so it can itself be the next baseline (compare
-refuses an output folder inside a run for that reason), and a folder of repeats never mistakes
-the comparison for a run (it has no run.json).
+`--baseline DIR` on headless and staging runs (`BASELINE=DIR make headless|staging`): after the run,
+compare it with a saved baseline (a run folder or a folder of repeats) and fail the build on a
+regression (exit 3). The run folder itself is kept, whatever the verdict. The comparison goes NEXT
+TO the run folder, in results/<run-id>-vs-baseline/, not inside it: a run folder holds what the
+run wrote and nothing else, so it can itself be the next baseline (compare refuses an output
+folder inside a run for that reason), and a folder of repeats never mistakes the comparison for a
+run (it has no run.json).
 
-Standard library only: the comparison runs in the venv (runner/compare.py python()).
-
-[ab] `python -m swarmbench ab` (make ab): A and B run interleaved against the same target, then compared.
+`swarmbench ab` (make ab): A and B run interleaved against the same target, then compared.
 
 - A and B differ by environment (`A="ALBUMS_STORE=mutex" B="ALBUMS_STORE=sharded"`: NAME=value
   words, the target's settings) or by host (`A_HOST`, `B_HOST`: two staging deploys).
@@ -21,18 +24,18 @@ Standard library only: the comparison runs in the venv (runner/compare.py python
   calibrates the run-to-run noise from every run, writes it with the A side (compare-noise.json:
   later compares against that baseline use it) and prints the smallest change these settings can
   detect here, per metric.
-- Compose by default (each run `python -m swarmbench headless`, `--staging` for hosts); LOCAL=1 runs
-  the sweep's local processes (runner/points.py LocalRunner: the Go target built from target/, a
+- Compose by default (each run `swarmbench headless`, `--staging` for hosts); LOCAL=1 runs the
+  sweep's local processes (runner/points.py LocalRunner: the Go target built from target/, a
   master and WORKERS workers on 127.0.0.1).
 - Folders: results/<AB_ID or ab-<UTC time>>/{A,B}/<run folders>, the comparison in .../compare/,
   ab.json (the settings and every run's status, the sweep's record) beside them.
 - Resume: rerunning with the same AB_ID and settings runs only what is not done, then compares
   (into compare-2/, ... when a comparison is there already); other settings are refused.
-- COMPARE_ARGS: options for the comparison (`--min-effect 3 --metrics p50,p95`), checked first.
+- COMPARE_ARGS: options for the comparison (`--min-effect 3 --metrics p50,p95`), checked first by
+  the comparison's own parser (the check the command line passes in: cli.check_compare_args).
 - Exit code: the comparison's (3 regressed, 0 otherwise, 2 bad input); 1 when a run failed and
   nothing regressed; 130 on Ctrl-C. Bad settings: one line, exit 2, before anything runs.
-
-Standard library only: the comparison runs in the venv (runner/compare.py python())."""
+"""
 
 from __future__ import annotations
 
@@ -51,14 +54,13 @@ from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, is_folder_name
 from swarmbench.core.loadspec import STORES, STRONG
 from swarmbench.core.manifest import git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
-from swarmbench.runner import compare
 from swarmbench.runner import settings as S
 from swarmbench.runner.compose import run_folders
 from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner, SweepSettings
-from swarmbench.runner.settings import ROOT, Headless, display, results_dir
+from swarmbench.runner.settings import ROOT, SWARMBENCH, Headless, display, results_dir
 from swarmbench.runner.sweep import Progress
 
-# === baseline ========================================================================================
+# --- --baseline: one run against a saved baseline ----------------------------------------------------
 
 SUFFIX = "-vs-baseline"
 """The comparison folder's name: the run's folder name plus this, beside it."""
@@ -66,7 +68,7 @@ SUFFIX = "-vs-baseline"
 
 def baseline_path(cli_value: str | None, env: Mapping[str, str]) -> Path | None:
     """--baseline, else BASELINE; checked now (UsageError, one line), before anything runs: a
-    folder that is a run folder (run.json) or holds run folders, and the venv to compare in."""
+    folder that is a run folder (run.json) or holds run folders."""
     value = cli_value or env.get("BASELINE", "").strip()
     if not value:
         return None
@@ -77,7 +79,6 @@ def baseline_path(cli_value: str | None, env: Mapping[str, str]) -> Path | None:
         p.is_dir() and (p / MANIFEST).is_file() for p in path.iterdir()
     ):
         raise UsageError(f"BASELINE={value!r} is not a run folder (no {MANIFEST}) or a folder of run folders")
-    compare.python()
     return path.resolve()
 
 
@@ -95,7 +96,7 @@ def compare_with_baseline(run_dir: Path, baseline: Path, run_code: int = exits.O
         )
         return run_code
     out = out_dir(run_dir)
-    cmd = [compare.python(), "-m", "swarmbench.compare", str(baseline), str(run_dir), "-o", str(out)]
+    cmd = [*SWARMBENCH, "compare", str(baseline), str(run_dir), "-o", str(out)]
     print(
         f"swarmbench: compare {display(baseline)} {display(run_dir)} -> {display(out)}/",
         file=sys.stderr,
@@ -121,7 +122,7 @@ def run_with_baseline(run: Callable[[Headless], int], chosen: Headless, baseline
     return compare_with_baseline(made[-1].parent, baseline, code)
 
 
-# === ab ==============================================================================================
+# --- make ab: A and B interleaved -----------------------------------------------------------------
 
 AB_REPEATS = 3
 """Runs per side: the fewest for which the bootstrap can resample runs (2 leave 2 possible draws
@@ -201,7 +202,7 @@ def side_hosts(env: Mapping[str, str], local: bool) -> dict[str, str | None]:
     return {"A": a, "B": b or a}
 
 
-def ab_settings(env: Mapping[str, str]) -> AbSettings:
+def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
     """Every setting of an A/B run, validated (UsageError, one line) before anything starts."""
     local = S.flag(env, "LOCAL")
     a = assignments("A", env.get("A", ""))
@@ -223,7 +224,7 @@ def ab_settings(env: Mapping[str, str]) -> AbSettings:
     classes = S.user_classes("LOCUST_USER_CLASSES", env.get("LOCUST_USER_CLASSES") or AB_USER_CLASS)
     S.check_arrival(env)
     aa = a == b and hosts["A"] == hosts["B"]
-    words = compare_args(env.get("COMPARE_ARGS", ""), aa)
+    words = compare_args(env.get("COMPARE_ARGS", ""), aa, check)
     return AbSettings(
         ab_id=ab_id,
         sides={"A": a, "B": b},
@@ -239,34 +240,27 @@ def ab_settings(env: Mapping[str, str]) -> AbSettings:
     )
 
 
-def compare_args(value: str, aa: bool) -> list[str]:
+CompareArgsCheck = Callable[[list[str], bool], None]
+"""The comparison's own check of COMPARE_ARGS words (A/A: True): UsageError saying what is wrong."""
+
+
+def compare_args(value: str, aa: bool, check: CompareArgsCheck) -> list[str]:
     """COMPARE_ARGS: options for the comparison after the runs (`--min-effect 3 --metrics p50,p95`;
     for A/A the noise floor's --min-effect, --confidence, --seed), checked now by the comparison's
-    own parser in its interpreter, so a typo fails before the runs rather than after them."""
+    own parser (CHECK), so a typo fails before the runs rather than after them."""
     try:
         words = shlex.split(value)
     except ValueError as e:
         raise UsageError(f"COMPARE_ARGS={value!r}: {e}") from None
-    interpreter = compare.python()  # exists, or fail now rather than after the runs
     if not words:
         return []
-    check = (
-        "import sys; from swarmbench.compare.commands import check_ab_args; "
-        "check_ab_args(sys.argv[2:], sys.argv[1] == 'aa')"
-    )
-    res = subprocess.run(
-        [interpreter, "-c", check, "aa" if aa else "ab", *words],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if res.returncode:
-        why = (res.stderr.strip().splitlines() or ["rejected"])[-1].removeprefix(
-            "swarmbench compare: error: "
-        )
+    try:
+        check(words, aa)
+    except UsageError as e:
+        why = str(e)
         if aa and "unrecognized" in why:
             why += "; an A/A run's noise floor takes --min-effect, --confidence, --seed"
-        raise UsageError(f"COMPARE_ARGS={value!r}: {why}")
+        raise UsageError(f"COMPARE_ARGS={value!r}: {why}") from None
     return words
 
 
@@ -344,8 +338,10 @@ def side_env(s: AbSettings, env: Mapping[str, str], side: str) -> dict[str, str]
     return out
 
 
-def run_ab(environ: Mapping[str, str]) -> int:
-    s = ab_settings(environ)
+def run_ab(environ: Mapping[str, str], check: CompareArgsCheck) -> int:
+    """`swarmbench ab`: the runs, then the comparison; the exit code (module docstring). CHECK:
+    the comparison's check of COMPARE_ARGS (the command line's)."""
+    s = ab_settings(environ, check)
     env = dict(environ)
     root = results_dir(env) / s.ab_id
     points = load_points(root, s, env)
@@ -416,14 +412,13 @@ def describe(s: AbSettings, side: str) -> str:
 
 
 def compare_sides(s: AbSettings, root: Path) -> int:
-    """The comparison of root/A and root/B into root/compare/, in the venv: A/A reports the noise
-    floor (swarmbench.compare.commands), A/B the verdicts (swarmbench.compare); its exit code."""
-    module = "swarmbench.compare.commands" if s.aa else "swarmbench.compare"
+    """The comparison of root/A and root/B into root/compare/: A/A reports the noise floor
+    (`swarmbench floor`), A/B the verdicts (`swarmbench compare`); its exit code."""
+    command = "floor" if s.aa else "compare"
     out = compare_dir(root)
-    cmd = [compare.python(), "-m", module, str(root / "A"), str(root / "B"), "-o", str(out)]
-    cmd += s.compare_args
+    cmd = [*SWARMBENCH, command, str(root / "A"), str(root / "B"), "-o", str(out), *s.compare_args]
     print(
-        f"swarmbench ab: python -m {module} {display(root)}/A {display(root)}/B",
+        f"swarmbench ab: swarmbench {command} {display(root)}/A {display(root)}/B -o {display(out)}",
         *s.compare_args,
         file=sys.stderr,
         flush=True,

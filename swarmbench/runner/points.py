@@ -51,7 +51,7 @@ from swarmbench.core.loadspec import (
 from swarmbench.core.manifest import RUN_END, RunManifest, git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
-from swarmbench.runner.settings import ROOT
+from swarmbench.runner.settings import ROOT, SWARMBENCH
 
 # === net =============================================================================================
 
@@ -429,7 +429,7 @@ class ComposeRunner(PointRunner):
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
         env["SWARMBENCH_RESULTS"] = str(self.sweep_dir)
-        cmd = [sys.executable, "-m", "swarmbench", "headless", *self.headless_args]
+        cmd = [*SWARMBENCH, "headless", *self.headless_args]
         self.procs = [_spawn(cmd, env, log)]
 
     def wait(self, timeout: float) -> int | None:

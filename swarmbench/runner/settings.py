@@ -10,6 +10,7 @@ typo should cost a second, not a minute, and produce one line naming the setting
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 RESULTS = ROOT / "results"
 """Default host folder for run folders; SWARMBENCH_RESULTS (also read by compose) overrides it."""
+
+
+SWARMBENCH = (sys.executable, "-m", "swarmbench")
+"""`swarmbench` in a process of its own, with this interpreter: how the runner (standard library
+only) runs a comparison or a report, and how a sweep point runs `swarmbench headless`."""
 
 
 def results_dir(env: Mapping[str, str]) -> Path:

@@ -50,7 +50,7 @@ from swarmbench.runner.points import (
     point_verdict,
     save_state,
 )
-from swarmbench.runner.settings import ROOT, results_dir
+from swarmbench.runner.settings import ROOT, SWARMBENCH, results_dir
 
 # === progress ========================================================================================
 
@@ -295,12 +295,6 @@ def _stop_cleanly(runner: PointRunner) -> None:
         pass
 
 
-def analysis_python() -> str:
-    """The analysis needs pandas and matplotlib: the project's venv when there is one."""
-    venv = ROOT / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else sys.executable
-
-
 def knee_bound(env: Mapping[str, str]) -> float:
     """The open-model knee's intended-start p99 bound in ms: KNEE_P99_MS, else core's default.
     The analysis reads no environment: the runner passes it on as --knee-p99-ms."""
@@ -313,10 +307,10 @@ def knee_bound(env: Mapping[str, str]) -> float:
 def report_command(
     folder: Path, out: Path | None = None, title: str | None = None, knee_p99_ms: float | None = None
 ) -> list[str]:
-    """`python -m analysis report FOLDER -o OUT` (default: the sweep's report/ folder), with
+    """`swarmbench report FOLDER -o OUT` (default: the sweep's report/ folder), with
     `--knee-p99-ms` for open-model runs (None: the analysis' default)."""
     out = out or folder / REPORT_DIR
-    cmd = [analysis_python(), "-m", "analysis", "report", str(folder), "-o", str(out)]
+    cmd = [*SWARMBENCH, "report", str(folder), "-o", str(out)]
     cmd += ["--title", title or f"Swarmbench sweep {folder.name}"]
     if knee_p99_ms is not None:
         cmd += ["--knee-p99-ms", str(knee_p99_ms)]  # exact: repr of the float
@@ -328,7 +322,7 @@ def make_report(
 ) -> int:
     """Run report_command(...); 0 when the report was written."""
     cmd = report_command(folder, out, title, knee_p99_ms)
-    print(f"swarmbench: python {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    print(f"swarmbench: swarmbench {' '.join(cmd[3:])}", file=sys.stderr, flush=True)
     code = subprocess.run(cmd, cwd=ROOT).returncode
     if code != 0:
         print(f"swarmbench: the report failed (exit {code}); rerun: {' '.join(cmd)}", file=sys.stderr)
