@@ -1,18 +1,17 @@
 """Swarmbench: a Dockerized Locust load-testing harness with scaling analysis.
 
-One package, four parts; the data flows left to right:
+Packages are layers, each importing only those below it (pyproject.toml [tool.importlinter];
+`make lint` fails on a wrong import, naming the contract it broke):
 
-    core      standard library only: every fact the others share (run folder, run.json and
-              sweep.json schemas, wait-time spec, thresholds, mixes, verdict rules, launch lines)
-    plugin    the Locust plugin (needs Locust): options, run folders, run.json, thresholds
-    runner    the host CLI, `python -m swarmbench up|headless|sweep|knee` (standard library only)
-    analysis  run folders -> summaries, Amdahl/USL fits, charts, report (needs pandas)
+    cli       `swarmbench <command>`: one parser for every command (swarmbench/cli.py)
+    analysis  run folders -> summaries, Amdahl/USL fits, charts, report (pandas, matplotlib)
+    runner    the host side: compose, swarm, local processes, sweeps, make ab (standard library)
+    plugin    inside Locust: options, the run's folder and run.json, thresholds, a clean end
+    compare   did it get slower? the comparison's statistics (numpy)
+    latency   exact latency: HDR histograms, per window, merged, encoded (hdrhistogram)
+    core      the facts every part shares: run.json, folders, grammars, rules (standard library)
 
-plus `hdr` (swarmbench/latency/histogram.py) and `hdr_windows` (the same per 1-second window): the HDR latency
-histograms' encoding, merging, percentiles and files, shared by the plugin, which records them, and
-the analysis, which reads them (hdrhistogram only).
-
-Importing `swarmbench` imports none of them.
+Importing `swarmbench` imports none of them. docs/development.md maps every module.
 """
 
 __version__ = "0.2.0"

@@ -1,6 +1,8 @@
-"""The code stays navigable: no Python file over MAX_FILE_LINES, and a function over MAX_FUNCTION_LINES
-says why it is long (a "Long on purpose: why" comment in it). Checked on every Python file git tracks or
-would add, bench/ and tests/ included."""
+"""The code stays navigable: a function over MAX_FUNCTION_LINES says why it is long (a "Long on
+purpose: why" comment in it). Checked on every Python file git tracks or would add, bench/ and tests/
+included. Files have no line limit: a module is one concept, long when the concept is (Locust's
+stats.py); what keeps the package navigable is its layers (`make lint`: lint-imports) and the module
+map in docs/development.md (tests/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import subprocess
 
 from conftest import ROOT
 
-MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 60
 MARK = "Long on purpose"
 
@@ -34,15 +35,10 @@ def long_functions(source: str) -> list[tuple[str, int]]:
     return out
 
 
-def test_no_file_is_too_long():
+def test_a_long_function_says_why():
     files = python_files()
     assert len(files) > 50, "git listed too few files: the check would pass on nothing"
-    too_long = {f: n for f in files if (n := len((ROOT / f).read_text().splitlines())) > MAX_FILE_LINES}
-    assert not too_long, f"split these files (> {MAX_FILE_LINES} lines): {too_long}"
-
-
-def test_a_long_function_says_why():
-    found = {f: bad for f in python_files() if (bad := long_functions((ROOT / f).read_text()))}
+    found = {f: bad for f in files if (bad := long_functions((ROOT / f).read_text()))}
     assert not found, f"functions over {MAX_FUNCTION_LINES} lines without a '{MARK}: why' comment: {found}"
 
 

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from urllib.parse import unquote
 
+import docmap
 import pytest
 from conftest import ROOT
 
@@ -331,3 +332,24 @@ def test_exit_table_checker_sees_a_missing_or_extra_code():
     assert exit_table(missing) != exit_constants()
     with pytest.raises(AssertionError, match="2 exit-code tables"):
         exit_table(page.replace("\n\n## Next", "\n\n| code | x |\n| --- | --- |\n| 0 | `OK` |\n"))
+
+
+def test_the_module_map_equals_the_tree():
+    """docs/development.md's module map is what tests/docmap.py makes from the modules' docstrings:
+    a module added, moved or renamed, or its first docstring paragraph rewritten, must show there
+    (`python tests/docmap.py --write`)."""
+    made = docmap.module_map()
+    assert made.count("| `") > 40, "the map lists too few modules to mean anything"
+    assert docmap.page_map(docmap.PAGE.read_text(encoding="utf-8")) == made, (
+        "docs/development.md's module map is stale: run `python tests/docmap.py --write`"
+    )
+
+
+def test_every_module_says_what_it_is():
+    """A module of the package without a docstring would leave a blank row in the map."""
+    blank = [
+        p.relative_to(ROOT).as_posix()
+        for p in sorted((ROOT / "swarmbench").rglob("*.py"))
+        if not docmap.first_line(p)
+    ]
+    assert blank == []

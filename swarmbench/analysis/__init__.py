@@ -1,13 +1,15 @@
-"""Swarmbench analysis: read Locust run folders, summarize, fit scaling laws, chart, report.
+"""Swarmbench analysis: run folders read, summarized, scaling laws fitted, charted and reported
+(pandas, matplotlib; the `analysis` extra). The top data layer: it may use compare, latency, core.
 
-Library use (pure functions; only analysis.cli writes files):
+Library use (pure functions; only commands.py writes files):
 
-    from analysis import load_runs, summarize, analyze_scaling
+    from swarmbench.analysis import load_runs, summarize, analyze_scaling
     runs = load_runs(["results/examples"])
     table = summarize(runs)                  # one row per (run, endpoint)
     groups, notes = analyze_scaling(runs)    # Amdahl + USL per group of runs differing in workers
 
-Charts (analysis.plots) and the page (analysis.report) import matplotlib; import them when needed.
+Charts (swarmbench.analysis.plots) and the page (swarmbench.analysis.report) import matplotlib;
+import them when needed.
 """
 
 import importlib

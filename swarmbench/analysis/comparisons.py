@@ -7,7 +7,7 @@ client, each store strategy against the target's default, at the same settings o
 repeats of a point are the bootstrap's repeats (a point of one run has the default run-to-run noise
 folded in, compare/noise.py); verdict with compare's ±5 % band. Runs without histogram files
 (older folders) use Locust's per-second history (compare/sides.py) and are labelled "rounded".
-Pure: no files written; the report shows the lines first (summary_box.py).
+Pure: no files written; the report shows the lines first (report.py's summary box).
 """
 
 from __future__ import annotations

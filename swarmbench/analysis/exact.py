@@ -1,13 +1,14 @@
-"""TODO one line.
+"""Exact latency of a run folder: the plugin's HDR histograms (whole run and per 1 s window) read into
+frames, or Locust's rounded numbers where there are none.
 
-[windows_csv] locust_latency_windows.csv -> a compact frame: one row per (1 s window, request type, name), service
+locust_latency_windows.csv -> a compact frame: one row per (1 s window, request type, name), service
 time only, its encoded histogram kept as text and decoded only when windows are merged.
 
 The file can be large (a row per window and request name: ~18,000 rows for an hour of 4 endpoints,
 each with a few hundred bytes of base64), so it is read with pandas' C parser, only the columns the
 analysis uses, names as categories. Every problem is `FILE: row N: PROBLEM` (row 1 is the header).
 
-[exact] Exact latency of a run folder from the plugin's HDR histograms, or Locust's rounded numbers.
+Exact latency of a run folder from the plugin's HDR histograms, or Locust's rounded numbers.
 
 Every run the plugin records holds locust_latency_hdr.json (the whole run per request type, name
 and kind) and locust_latency_windows.csv (the same per 1 s window from the test start, each row
@@ -42,7 +43,7 @@ from swarmbench.latency import histogram
 from swarmbench.latency.histogram import LatencyBook, decode, new_histogram, percentile_columns
 from swarmbench.latency.windows import WINDOW_COLUMNS
 
-# === windows_csv =====================================================================================
+# --- locust_latency_windows.csv, read compactly ---------------------------------------------------
 
 SERVICE = "service"
 """The kind the report's tables, lines and knee read: Locust's own response time (hdr.KINDS)."""
@@ -105,7 +106,7 @@ COMPRESSED_COOKIE = 0x1C849314
 
 
 def _check_encodings(frame: pd.DataFrame, path: Path) -> None:
-    """Every row's histogram is whole: hdr_compact's (the deflate stream ends where the text does) or,
+    """Every row's histogram is whole: the compact encoding's (the deflate stream ends where the text does) or,
     in older files, a compressed HdrHistogram encoding (base64, the cookie, and as many bytes as its
     header says); an Aggregated row's may be blank (derived). Cheap (a few ms for 10,000s of rows), so
     a corrupt or cut-off histogram is named at once, not only when a merge happens to decode it."""
@@ -177,7 +178,7 @@ def merged(rows: pd.DataFrame, path: str | Path) -> HdrHistogram:
     return total
 
 
-# === exact ===========================================================================================
+# --- a run's exact latency, and its percentiles ---------------------------------------------------
 
 TABLE_PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 """The whole-run table's percentiles (with the max): those Locust's stats CSV has too, so an old

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""What happened during a run, for the report: its events, its connected load generators over time, and
+each generator's event-loop lag.
 
-[health] Run health for the analysis: each run's events and its connected load generators over time
+Run health for the analysis: each run's events and its connected load generators over time
 (the report's "Run health" section). Pure: frames and Figures out, nothing written.
 
 The facts are run.json's (written by core/health.py, schema in core/manifest.py): `status`,
@@ -10,7 +11,7 @@ the run was complete -- but nothing says it was not either, so such runs stay in
 they always did. Only a recorded degraded/interrupted/failed status leaves a run out
 (scaling.partial_runs).
 
-[lag] The generator self-check in the report: each load generator's event-loop lag over time, and the
+The generator self-check in the report: each load generator's event-loop lag over time, and the
 runs it marks "latency inflated by the load generator". Pure: frames, Figures and HTML out.
 
 The facts are run.json's `generator_lag` (plugin/generator.py; the bound and its reasons in
@@ -33,7 +34,7 @@ from swarmbench.analysis.summary import run_status
 from swarmbench.core import bottleneck
 from swarmbench.core.manifest import GeneratorLag
 
-# === health ==========================================================================================
+# --- events and workers over time -----------------------------------------------------------------
 
 FIGSIZE = (9.0, 3.2)
 """The workers chart: as wide as the report's other charts, low (a step line needs little height)."""
@@ -108,7 +109,7 @@ def status_table(runs: Sequence[Run], fitted: Sequence[Run]) -> pd.DataFrame:
 # --- the report's "Run health" section ------------------------------------------------------------
 
 CHART_PREFIX = "workers_"
-"""File-name prefix of the workers-over-time charts (charts.py makes them from workers_figure):
+"""File-name prefix of the workers-over-time charts (report.py makes them from workers_figure):
 shown in "Run health", not among the charts."""
 
 
@@ -151,7 +152,7 @@ MAX_EVENTS = 200
 """Events shown in the report; a run that flapped for an hour has thousands (all are in run.json)."""
 
 
-# === lag =============================================================================================
+# --- the generator's self-check: event-loop lag ---------------------------------------------------
 
 LAG_FIGSIZE = (9.0, 3.6)
 COLUMNS = ["worker", "t_s", "p50_ms", "p99_ms", "max_ms"]

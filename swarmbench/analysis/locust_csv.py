@@ -1,12 +1,13 @@
-"""TODO one line.
+"""Locust's CSV files read into tidy frames, every number checked first; the analysis' two ways to
+report bad input.
 
-[errors] The two ways analysis reports bad input: an error that stops, a warning that lets the rest through.
+The two ways analysis reports bad input: an error that stops, a warning that lets the rest through.
 
 Both carry the file (or run group) they are about, so the CLI can print one line that names it.
 Warnings go through Python's `warnings` module so a notebook shows them too, and the CLI prints each
 as `analysis: warning: ...`.
 
-[validate] Numbers Locust could never have written: refused with the file and row, before anything uses them.
+Numbers Locust could never have written: refused with the file and row, before anything uses them.
 
 A count of -5, a rate of `inf`, 99,999,999 failures out of 8,305 requests parse as numbers, and
 would flow into a summary (`fail_ratio=12040.9`), a fit and a verdict that contradict each other.
@@ -19,7 +20,7 @@ Every rule here is one Locust's own writer cannot break:
 
 Rows are numbered as in the file: the header is row 1 (a frame's index 0 is row 2).
 
-[locust_csv] Locust's CSV files -> tidy pandas frames with Swarmbench's column names (analysis/columns.py).
+Locust's CSV files -> tidy pandas frames with Swarmbench's column names (analysis/columns.py).
 
 Locust's quirks handled here, once:
 - CRLF line ends (Python's csv writer): pandas and the csv module both accept them.
@@ -46,7 +47,7 @@ import pandas as pd
 from swarmbench.analysis import columns as C
 from swarmbench.core.exits import InputError, read_text
 
-# === errors ==========================================================================================
+# --- bad input: an error that stops, a warning that lets the rest through -------------------------
 
 AnalysisError = InputError
 """Input the analysis cannot use: `str()` is one line, `WHERE: PROBLEM` (core's InputError, which
@@ -65,7 +66,7 @@ def warn(where: str | Path, problem: str) -> str:
     return text
 
 
-# === validate ========================================================================================
+# --- numbers Locust could never have written ------------------------------------------------------
 
 def _first(bad: pd.Series) -> int | None:
     """Position of the first True in BAD, or None."""
@@ -124,7 +125,7 @@ def not_more(frame: pd.DataFrame, part: str, whole: str, path: Path) -> None:
         )
 
 
-# === locust_csv ======================================================================================
+# --- Locust's CSV files -> tidy frames ------------------------------------------------------------
 
 STATS_REQUIRED = [C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT, C.RPS]
 HISTORY_REQUIRED = [C.TIMESTAMP, C.USER_COUNT, C.NAME, C.CURRENT_RPS, C.TOTAL_REQUEST_COUNT]

@@ -1,13 +1,14 @@
-"""TODO one line.
+"""Open-model runs (--arrival-rate) for the report: offered vs achieved rate, drops, service and
+intended-start latency, the open-model knee and the highest rate a sweep point sustained.
 
-[open_model] Open-model runs (--arrival-rate): offered vs achieved rate, drops per second, service-time and
+Open-model runs (--arrival-rate): offered vs achieved rate, drops per second, service-time and
 intended-start latency over time, and the gap between them -- the coordinated omission a
-closed-loop test would have hidden. Plus the open-mode verdict (core/verdict.judge_open).
+closed-loop test would have hidden. Plus the open-mode verdict (core/bottleneck.judge_open).
 
 Pure like the rest of the analysis: `load()` reads a run folder, `figure()` returns a Figure,
 `merged_latency()` merges several runs' HDR histograms exactly; writing files is the CLI's job.
 
-[open_knee] The open-model knee, and the highest rate a sweep point sustained: per constant-rate step of an
+The open-model knee, and the highest rate a sweep point sustained: per constant-rate step of an
 --arrival-rate schedule (core/arrival.holds), from locust_arrival.csv's per-second rows.
 
 A step is HELD when, over its seconds after SETTLE_S:
@@ -40,7 +41,7 @@ from swarmbench.core.loadspec import Hold, holds, parse_arrival_rate
 from swarmbench.core.manifest import LatencyFigures, OpenCapacity, OpenLatency, OpenModel, RunManifest
 from swarmbench.latency.histogram import LatencyBook
 
-# === open_model ======================================================================================
+# --- one open-model run ---------------------------------------------------------------------------
 
 OFFERED_COLOR, ACHIEVED_COLOR, DROPPED_COLOR = "#7f7f7f", "#2ca02c", "#d62728"
 SERVICE_COLOR, INTENDED_COLOR = "#1f77b4", "#ff7f0e"
@@ -151,7 +152,7 @@ def summary_lines(run: OpenRun) -> list[str]:
     ]
 
 
-# === open_knee =======================================================================================
+# --- the open-model knee, and the highest rate sustained ------------------------------------------
 
 SETTLE_S = 1
 """Seconds skipped at the start of each step: the second holding the jump mixes two rates, and its

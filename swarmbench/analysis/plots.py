@@ -1,19 +1,20 @@
-"""TODO one line.
+"""Every chart of the analysis as a matplotlib Figure: built and returned, never shown or saved here
+(the caller decides).
 
-[plots_time] Charts over time and per step: throughput from count differences (timeseries), never Locust's
+Charts over time and per step: throughput from count differences (timeseries), never Locust's
 lagging `Requests/s` column; percentiles labelled with their window and Locust's resolution.
 
 Figures are built and returned, never shown or saved (see plots.py, which shares the helpers
 and styles defined here).
 
-[plots] Charts as matplotlib Figures: built and returned, never shown or saved here (the caller decides).
-Scaling, latency and comparison charts; the charts over time and per step are plots_time.py's.
+Charts as matplotlib Figures: built and returned, never shown or saved here (the caller decides).
+Scaling, latency and comparison charts; the charts over time and per step are above.
 
 Figures are created with `matplotlib.figure.Figure` directly, not pyplot: no global figure
 registry to leak memory across many charts, no GUI backend; `fig.savefig` renders with Agg.
 Every axis says its unit (requests/s, ms, workers, s).
 
-[plots_latency] The latency distribution: HdrHistogram's percentile plot, one line per configuration.
+The latency distribution: HdrHistogram's percentile plot, one line per configuration.
 
 x is 1/(1-q) on a log axis, so 50 %, 90 %, 99 %, 99.9 % and 99.99 % are equally spaced and the tail
 gets as much room as the median; y is the latency in ms. Built from exact histograms only (a rounded
@@ -39,7 +40,7 @@ from swarmbench.analysis.scaling import ScalingGroup
 from swarmbench.analysis.timeseries import resolution_note
 from swarmbench.latency.histogram import new_histogram
 
-# === plots_time ======================================================================================
+# --- over time and per step -----------------------------------------------------------------------
 
 WIDE = (9.0, 4.8)
 PCT_STYLE = {C.P50_MS: ("p50", "#1f77b4"), C.P95_MS: ("p95", "#ff7f0e"), C.P99_MS: ("p99", "#d62728")}
@@ -213,7 +214,7 @@ def _steps_axes(ax, knee: Knee) -> None:
     ax.set_title("Throughput vs users (each step after settling)", fontsize=10)
 
 
-# === plots ===========================================================================================
+# --- scaling, percentiles, user classes and stores ------------------------------------------------
 
 AMDAHL_COLOR, USL_COLOR, IDEAL_COLOR = "#2ca02c", "#9467bd", "#7f7f7f"
 
@@ -460,7 +461,7 @@ def stores_figure(table: pd.DataFrame) -> Figure:
     return fig
 
 
-# === plots_latency ===================================================================================
+# --- the latency distribution (percentile plot) ---------------------------------------------------
 
 TICKS = {2.0: "50 %", 10.0: "90 %", 100.0: "99 %", 1_000.0: "99.9 %", 10_000.0: "99.99 %"}
 """Where the percentiles sit on the 1/(1-q) axis, and their labels."""

@@ -1,18 +1,19 @@
-"""TODO one line.
+"""report.html: one self-contained page, read top to bottom: the answers box, the charts (each rendered
+once to PNG), the tables.
 
-[charts] The report's charts: each rendered once to PNG bytes (the same bytes go to the file in OUT and
+The report's charts: each rendered once to PNG bytes (the same bytes go to the file in OUT and
 to the page), with a title, a caption saying what is drawn and how it was computed, and optionally
 the figures behind it. Every chart of the analysis is a `Chart` made here, from a Figure that
 plots.py, plots.py, health.py, openmodel.py or openmodel.py returns. Pure: no file is written
-here (cli.py writes them).
+here (commands.py writes them).
 
-[summary_box] The box a sweep's report opens with: its answers before its details.
+The box a sweep's report opens with: its answers before its details.
 
 Each comparison's verdict with its CI (comparisons.py), what limited each group (the bottleneck at
 its largest worker count), and every run left out (partial runs, sweep points that did not finish).
 The details (warnings, settings, run health, events, fits, charts) follow it.
 
-[report] report.html: one self-contained page, read top to bottom.
+report.html: one self-contained page, read top to bottom.
 
 Order: what was run, the scaling verdict in plain words, the charts, the tables. Charts are PNGs
 embedded as base64 so the page can be mailed or attached to an issue as one file. Every piece of
@@ -43,7 +44,7 @@ from swarmbench.core.bottleneck import legend as verdict_legend
 from swarmbench.core.sweepstate import SweepState
 from swarmbench.core.sweepstate import SweepState as Sweep
 
-# === charts ==========================================================================================
+# --- the report's charts, rendered once -----------------------------------------------------------
 
 @dataclass(frozen=True)
 class Chart:
@@ -336,7 +337,7 @@ def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
     return table
 
 
-# === summary_box =====================================================================================
+# --- the box a sweep's report opens with ----------------------------------------------------------
 
 SUMMARY_CSS = (
     ".summary{background:#f3f7fc;border:2px solid #4c72b0;border-radius:6px;padding:.4em 1.2em;margin:1em 0}"
@@ -403,7 +404,7 @@ def summary_html(
     return "\n".join(parts)
 
 
-# === report ==========================================================================================
+# --- the page -------------------------------------------------------------------------------------
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:
     rows = []
@@ -621,7 +622,7 @@ def build_report(
     answers: str = "",
 ) -> str:
     """The whole page as a string (the CLI writes it; nothing here touches the disk). ANSWERS, the
-    answers' box (summary_box.py), opens it: before the warnings and every detail."""
+    answers' box (summary_html), opens it: before the warnings and every detail."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "<!DOCTYPE html>",

@@ -1,8 +1,9 @@
-"""TODO one line.
+"""Run folders found and read into `Run`s: run.json's settings (core's RunManifest) plus Locust's CSVs
+as frames.
 
-[manifest] run.json for the analysis: core's RunManifest, with warnings that name the file.
+run.json for the analysis: core's RunManifest, with warnings that name the file.
 
-[load] Find run folders and read each into a `Run`: run.json's settings plus Locust's CSVs as frames.
+Find run folders and read each into a `Run`: run.json's settings plus Locust's CSVs as frames.
 
 A run folder is any folder holding a `*_stats.csv` (the harness writes `locust_stats.csv`; a plain
 `locust --csv DIR/NAME` run works too). Missing pieces that leave the rest usable (no run.json, no
@@ -30,7 +31,7 @@ from swarmbench.analysis.locust_csv import (
 )
 from swarmbench.core.manifest import RunManifest
 
-# === manifest ========================================================================================
+# --- run.json, with warnings that name the file ---------------------------------------------------
 
 def read_manifest(path: Path) -> RunManifest:
     """Parse and type-check run.json; AnalysisError (naming the file) when it is malformed."""
@@ -41,7 +42,7 @@ def manifest_from_dict(data: dict[str, Any], path: Path | str = "run.json") -> R
     return RunManifest.from_json(data, path, warn=lambda problem: warn(path, problem))
 
 
-# === load ============================================================================================
+# --- finding run folders and reading each ---------------------------------------------------------
 
 STATS_SUFFIX = "_stats.csv"
 

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""Scaling: runs grouped by what they share, Amdahl and USL fitted per group, and what limited each run
+and group, in plain words.
 
-[fit] Scaling laws fitted to throughput X measured at N load generators (repeats as separate points).
+Scaling laws fitted to throughput X measured at N load generators (repeats as separate points).
 
     Amdahl: X(N) = γ·N / (1 + s·(N−1))                     s: serial fraction, max speedup 1/s
     USL:    X(N) = γ·N / (1 + α·(N−1) + β·N·(N−1))         α: contention, β: coherency,
@@ -20,7 +21,7 @@ the t-quantile with m − p degrees of freedom; clipped to the parameter bounds.
 asymptotic (linearised) interval: good with repeats and a few % noise, optimistic when a parameter
 sits on a bound. With m = p (no spare points) there is no interval (None).
 
-[bottleneck] What limited each run and each scaling group, in plain words, and what that means for the fit.
+What limited each run and each scaling group, in plain words, and what that means for the fit.
 
 The per-run rules are swarmbench.core.bottleneck, the same module the plugin judges with: a run.json
 written by the plugin and a run judged here use the same numbers. Runs recorded
@@ -31,7 +32,7 @@ first; and one curve-shape rule the per-run verdict cannot see -- latency rising
 flattens across worker counts means the server is queueing (target-bound) even when its CPU
 figure is missing or below the limit.
 
-[scaling] Group runs that differ only in worker count, fit Amdahl and USL per group, say what it means.
+Group runs that differ only in worker count, fit Amdahl and USL per group, say what it means.
 
 Group key: user classes, users (users per worker for a weak-scaling sweep, where total users grow
 with workers), wait time, run time, host, target store, locustfile and the sweep's mode. Mode
@@ -54,7 +55,7 @@ from swarmbench.analysis.summary import OWN_WAIT, pacing_key, target_cpu_util
 from swarmbench.core import bottleneck as rules
 from swarmbench.core.manifest import Bottleneck
 
-# === fit =============================================================================================
+# --- the scaling laws, fitted ---------------------------------------------------------------------
 
 AMDAHL_MIN_DISTINCT_N = 2
 USL_MIN_DISTINCT_N = 3
@@ -307,7 +308,7 @@ def fit_usl(workers: Sequence[float], throughput: Sequence[float]) -> USLFit:
     )
 
 
-# === bottleneck ======================================================================================
+# --- what limited each run and group --------------------------------------------------------------
 
 FLAT_SHARE = 0.25
 """Throughput flattened: the largest worker count gained less than this share of the ideal (linear)
@@ -417,7 +418,7 @@ def explain_serial_fraction(group, verdict: str) -> str | None:
     )
 
 
-# === scaling =========================================================================================
+# --- groups of runs, their fits and what they mean ------------------------------------------------
 
 def partial_runs(runs: Sequence[Run]) -> list[Run]:
     """The runs a scaling fit leaves out by default: status degraded, interrupted or failed (a lost
@@ -703,7 +704,7 @@ def _bottleneck_hints(group: ScalingGroup, top: ScalingPoint) -> list[str]:
         return []
     util = float(np.mean(utils))
     cpus = runs[0].meta.target.cpus if runs[0].meta.target else None
-    # The same limit as the per-run verdict (verdict.py), so the two sentences never disagree.
+    # The same limit as the per-run verdict (core/bottleneck.py), so the two sentences never disagree.
     if util >= rules.TARGET_CPU_BUSY:
         return [
             f"At {_gen(top.workers)} the target used {util:.0%} of its {cpus:g} CPUs: the server, not "

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""Per-run and per-endpoint numbers: summary.csv, the settings and failures tables, and thresholds
+evaluated on a saved run folder.
 
-[summary] Per-run and per-endpoint numbers: summary.csv, the settings table, the failures table.
+Per-run and per-endpoint numbers: summary.csv, the settings table, the failures table.
 
 Throughput is Locust's own "Requests/s" from *_stats.csv (requests / (last request - start)), so
 every number here can be checked against the CSV a person opens. Percentiles and the max are over
@@ -8,7 +9,7 @@ the whole run: exact from the run's HDR histograms (exact.py) when the folder ha
 hold every request Locust counted for the row, else Locust's cumulative ones (2 significant
 digits); the `latency` column says which, per row.
 
-[thresholds] Thresholds on a saved run folder (`python -m analysis checks RUN EXPR...`): the same grammar and
+Thresholds on a saved run folder (`python -m analysis checks RUN EXPR...`): the same grammar and
 lines as a live run's (core/checks.py, core/checks.py).
 
 Latency metrics come from the folder's HDR histograms (locust_latency_hdr.json) when run.json's
@@ -35,7 +36,7 @@ from swarmbench.core.exits import InputError, read_text
 from swarmbench.core.manifest import RunManifest
 from swarmbench.latency.histogram import LatencyBook, exact_value
 
-# === summary =========================================================================================
+# --- summary.csv, the settings and failures tables ------------------------------------------------
 
 STATUS_UNKNOWN = "unknown"
 """summary.csv's status for a run whose run.json has none (written before the harness recorded
@@ -192,7 +193,7 @@ def failures_table(runs: Sequence[Run]) -> pd.DataFrame:
     return out.sort_values(C.OCCURRENCES, ascending=False, kind="stable").reset_index(drop=True)
 
 
-# === thresholds ======================================================================================
+# --- thresholds on a saved run folder (`checks`) --------------------------------------------------
 
 MAX_COLUMN = "100%"
 """locust_stats.csv's largest response time, rounded like its percentiles (its Max column is not)."""

@@ -1,11 +1,10 @@
-"""TODO one line.
+"""The comparison's commands, `swarmbench compare` and `swarmbench floor`: read both sides, compare,
+write the outputs (the only comparison code that writes files).
 
-[cli] `python -m swarmbench compare BASELINE CANDIDATE` (= `python -m swarmbench.compare`): the only code
-of the comparison that writes files. Exit 3 when any metric regressed (the thresholds' code: too
+`swarmbench compare BASELINE CANDIDATE`: exit 3 when any metric regressed (the thresholds' code: too
 slow), 0 otherwise, 2 on bad input (one line naming the path; nothing written).
 
-[floor] `python -m swarmbench.compare.commands A B -o OUT`: an A/A run's noise floor (what `make ab` runs
-when B equals A).
+`swarmbench floor A B -o OUT`: an A/A run's noise floor (what `make ab` runs when B equals A).
 
 Every run of both sides is one setting run 2 x REPEATS times, so together they calibrate the
 run-to-run noise (noise.calibrate), written to A/compare-noise.json: a later `compare` against A
@@ -185,7 +184,7 @@ def exit_code(outcome: report.Outcome, fail_on_inconclusive: bool) -> int:
     return exits.OK
 
 
-# === floor ===========================================================================================
+# --- swarmbench floor: an A/A run's noise floor ---------------------------------------------------
 
 FLOOR_PROG = "swarmbench ab"
 

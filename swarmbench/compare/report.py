@@ -1,9 +1,10 @@
-"""TODO one line.
+"""A comparison's outcome and every form it takes: the terminal table, compare.json, junit.xml and
+compare.html (pure: strings and bytes, no files).
 
-[report] A comparison's outcome and its text forms: the terminal table, compare.json, junit.xml. Pure:
-cli.py writes the files.
+A comparison's outcome and its text forms: the terminal table, compare.json, junit.xml. Pure:
+commands.py writes the files.
 
-[html] compare.html: the table, overlaid latency distributions, per-window series of both sides, and
+compare.html: the table, overlaid latency distributions, per-window series of both sides, and
 every difference with its CI. Charts are inline SVG (svg.py: no matplotlib, one self-contained file)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from swarmbench.compare.sides import Names
 from swarmbench.compare.stats import METHOD, PERCENTILES, Difference, Grid, Side, percentiles_of
 from swarmbench.core.checks import AGGREGATED, INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
 
-# === report ==========================================================================================
+# --- the outcome, its table, compare.json and junit.xml -------------------------------------------
 
 UNITS = {"throughput": "req/s", "error_rate": "%", "p50": "ms", "p90": "ms", "p95": "ms", "p99": "ms"}
 
@@ -193,7 +194,7 @@ def junit(outcome: Outcome, fail_on_inconclusive: bool = False) -> bytes:
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)
 
 
-# === html ============================================================================================
+# --- compare.html ---------------------------------------------------------------------------------
 
 COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}
 

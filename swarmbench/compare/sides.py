@@ -1,6 +1,7 @@
-"""TODO one line.
+"""The two sides of a comparison: run folders read into per-window histograms, put on shared bucket
+grids, and every setting that differs between them named.
 
-[load] Reading a side of a comparison: a run folder or a folder of run folders, into per-window
+Reading a side of a comparison: a run folder or a folder of run folders, into per-window
 histograms (sparse: bucket value in µs -> count) per request name.
 
 Exact runs: locust_latency_windows.csv (every request, HDR buckets of 3 significant digits).
@@ -9,10 +10,10 @@ mass at its recorded percentiles (50 % of the window's requests at its p50, 16 %
 labelled "rounded" (Locust rounds to 2 significant digits, and its history percentiles are over a
 rolling ~10 s window, so they blur).
 
-[grid] From the runs read (load.py) to the statistics' dense matrices (stats.py): one bucket grid per
+From the runs read (above) to the statistics' dense matrices (stats.py): one bucket grid per
 request name shared by both sides, so a replicate's merged histogram is a weighted sum of rows.
 
-[fairness] Fair comparisons: every setting that differs between the sides is named; only differences in the
+Fair comparisons: every setting that differs between the sides is named; only differences in the
 load itself are refused (they change what is measured), unless --allow-different. Differences in
 the system under test (host, target settings, git commit, store) are what a user compares: named,
 never refused."""
@@ -46,7 +47,7 @@ from swarmbench.core.manifest import RunManifest
 from swarmbench.latency.histogram import decode, new_histogram
 from swarmbench.latency.windows import WINDOW_COLUMNS, WINDOW_S
 
-# === load ============================================================================================
+# --- reading a side -------------------------------------------------------------------------------
 
 SERVICE = "service"
 """The latency kind compared: Locust's own response time (every run has it)."""
@@ -225,7 +226,7 @@ def read_history(path: Path) -> dict[str, Series]:
     return out
 
 
-# === grid ============================================================================================
+# --- the shared bucket grids ----------------------------------------------------------------------
 
 @dataclass
 class Names:
@@ -292,7 +293,7 @@ def to_matrix(run: RunData, grid: Grid, codes_by_name: dict[str, np.ndarray]) ->
     return Run(hist.reshape(run.windows, width), requests, failures)
 
 
-# === fairness ========================================================================================
+# --- what differs between the sides ---------------------------------------------------------------
 
 def _arrival(m: RunManifest) -> str | None:
     return m.open_model.arrival_rate if m.open_model else None

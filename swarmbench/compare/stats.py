@@ -1,12 +1,8 @@
-"""TODO one line.
+"""The statistics of a comparison: point estimates from merged histograms, a two-stage block bootstrap,
+the run-to-run noise, and the t and F quantiles they need. Pure numpy: no files, no HDR objects.
 
-[dists] Quantiles of Student's t and Fisher's F, stdlib only: scipy.special would cost the compare CLI
-0.4 s of import. Both are tested against scipy.stats (tests/test_compare_stats.py).
-
-[stats] The statistics of a comparison: point estimates from merged histograms, a two-stage block
-bootstrap for the difference's confidence interval. Pure numpy: no files, no HDR objects.
-
-Method (one line, also printed by the report): METHOD below.
+Method (one line, also printed by the report): METHOD below. The verdict on the difference it
+gives is core/checks.py's (`verdict`).
 
 A side is one or more runs (repeats). Each run is a matrix of per-window histograms over a bucket
 grid shared by both sides: row = one 1 s window, column = one latency bucket (its value: the bucket's
@@ -16,14 +12,10 @@ estimate of a side is the percentile of the sum of all its windows, and a bootst
 the percentile of a weighted sum of rows (a matrix product: every replicate of every request name
 in one BLAS call).
 
-[verdict] A difference's verdict: significance AND a minimum effect (as ASV does), never one without the other.
-
-The band is +-min-effect around zero, relative to the baseline's value. With the interval [low,
-high] of the difference turned so that positive is worse (more latency or errors, less throughput):
-- `regressed`: the whole interval lies beyond +band;
-- `improved`: the whole interval lies beyond -band;
-- `no change`: the whole interval lies inside the band (a change, if any, smaller than we care for);
-- `inconclusive`: the interval straddles an edge of the band (more runs would tell)."""
+Quantiles of Student's t and Fisher's F are computed here with the standard library: scipy.special
+would cost the compare command 0.4 s of import. Both are tested against scipy.stats
+(tests/test_compare_stats.py).
+"""
 
 from __future__ import annotations
 
@@ -36,7 +28,7 @@ import numpy as np
 
 from swarmbench.latency.windows import WINDOW_S
 
-# === dists ===========================================================================================
+# --- Student's t and Fisher's F quantiles (standard library) --------------------------------------
 
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile (0.5 < P < 1) at real DF >= 1, stdlib only: scipy.special would cost the
@@ -118,7 +110,7 @@ def _beta_inc(a: float, b: float, x: float) -> float:
     return front * h / a
 
 
-# === stats ===========================================================================================
+# --- the bootstrap and the interval ---------------------------------------------------------------
 
 METHOD = (
     "two-stage block bootstrap: resample repeats, then circular blocks of consecutive 1 s windows "

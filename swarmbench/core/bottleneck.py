@@ -1,6 +1,7 @@
-"""TODO one line.
+"""What limited a run -- target-failed, generator-bound, target-bound, load-bound or none -- judged
+from run.json, with the generator's lag bound and the users' pacing cap it needs.
 
-[lag] Did the load generator keep up? Its event loop's lag, and the bound past which latency is inflated.
+Did the load generator keep up? Its event loop's lag, and the bound past which latency is inflated.
 
 A Locust worker is one gevent loop: every user's request, response parsing and timer runs on it. When
 the loop is busy (CPU-bound users) or the process is descheduled (a container at its CPU quota is
@@ -26,16 +27,16 @@ median response time) marks the run `latency inflated by the load generator`:
 
 Standard library only: the plugin (which measures and records) and the verdict (which judges) share it.
 
-[pacing] The cap the users' pacing puts on a run's rate, from run.json's measured `pacing` (or the option).
+The cap the users' pacing puts on a run's rate, from run.json's measured `pacing` (or the option).
 
-The verdict's load-bound rule (verdict.py) needs it. The pacing it uses is what the users did, not
+The verdict's load-bound rule (below) needs it. The pacing it uses is what the users did, not
 what the --wait-time option says: run.json's `pacing` holds each user class's measured waits
 (plugin/pacing.py), so a locustfile whose class sets its own `wait_time` is judged by its own waits.
 Several classes: each class's cap is its users / its mean wait (closed loop) or users x the option's
 rate (open loop), and the run's cap is their sum (each class's users start tasks independently, so
 their maxima add up). Runs recorded before `pacing` existed fall back to the option.
 
-[verdict] What limited a run: target-failed, generator-bound, target-bound, load-bound or none -- from run.json.
+What limited a run: target-failed, generator-bound, target-bound, load-bound or none -- from run.json.
 
 Part of swarmbench.core (standard library only): the same thresholds, and the same words, serve the
 plugin (which writes run.json's `bottleneck` at quit) and the analysis (the sweep-level verdict and
@@ -79,7 +80,7 @@ from swarmbench.core.manifest import (
     WorkerLag,
 )
 
-# === lag =============================================================================================
+# --- the generator's event-loop lag and its bound -------------------------------------------------
 
 TICK_S = 0.01
 """The probe's timer period: 100 wake-ups a second (about 300 per 3 s report), cheap (<1 % of a core)."""
@@ -196,7 +197,7 @@ def reason(p99_ms: float, median_response_ms: float | None) -> str:
     )
 
 
-# === pacing ==========================================================================================
+# --- the cap the users' pacing puts on the rate ---------------------------------------------------
 
 def pacing_classes(pacing: dict[str, ClassPacing] | None, wait_time: str | None) -> list[PacingClassInputs]:
     """run.json's measured `pacing`, one row per user class with users, sorted by name; `cap` is
@@ -280,7 +281,7 @@ def paces_itself(pacing: dict[str, ClassPacing] | None) -> bool:
     return bool(pacing) and all(p.wait_time_option_used is False for p in (pacing or {}).values())
 
 
-# === verdict =========================================================================================
+# --- the verdict ----------------------------------------------------------------------------------
 
 GENERATOR_CPU_LIMIT_PCT = 90.0
 """A Locust worker is one Python process: one core at most, and no more than its container's CPU

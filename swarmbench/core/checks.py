@@ -1,6 +1,7 @@
-"""TODO one line.
+"""Judging a number: the threshold grammar (`[NAME:]METRIC OP VALUE`), one evaluated threshold and how
+it reads, and the verdict of a comparison's difference.
 
-[checks] The threshold grammar: `[NAME:]METRIC OP VALUE`, several joined by `;`.
+The threshold grammar: `[NAME:]METRIC OP VALUE`, several joined by `;`.
 
 Part of swarmbench.core (standard library only): the host runner rejects a malformed LOCUST_CHECKS
 with it before it builds images or starts containers, and the plugin (plugin/checks.py) evaluates
@@ -12,7 +13,7 @@ the parsed thresholds inside Locust. One grammar, two callers, no copy to drift.
     fail_ratio<0.01              under 1 % of requests failed
     rps>=200                     at least 200 requests/s
 
-[outcome] One evaluated threshold (core/checks.py's grammar) and how it reads: the console line, junit.xml's
+One evaluated threshold (core/checks.py's grammar) and how it reads: the console line, junit.xml's
 failure message and run.json's `checks[]` entry. Shared by the plugin, which evaluates thresholds at
 the end of a run, and the analysis, which evaluates them on a saved run folder."""
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from swarmbench.core.manifest import CheckOutcome
 
-# === checks ==========================================================================================
+# --- the threshold grammar ------------------------------------------------------------------------
 
 AGGREGATED = "Aggregated"
 """Locust's name for the all-requests row; the NAME a threshold without one applies to."""
@@ -135,7 +136,7 @@ def parse_checks(values: Iterable[str] | str | None) -> list[Check]:
     return [parse_check(expr) for expr in split_checks(values)]
 
 
-# === outcome =========================================================================================
+# --- an evaluated threshold -----------------------------------------------------------------------
 
 EXACT, ROUNDED = "exact", "rounded"
 """Where a latency threshold's number came from: the HDR histograms, or Locust's 2-digit buckets."""
@@ -191,6 +192,15 @@ def _show(value: float, unit: str) -> str:
 
 
 # --- a comparison's verdict ---------------------------------------------------------------------
+#
+# A difference's verdict: significance AND a minimum effect (as ASV does), never one without the other.
+#
+# The band is +-min-effect around zero, relative to the baseline's value. With the interval [low,
+# high] of the difference turned so that positive is worse (more latency or errors, less throughput):
+# - `regressed`: the whole interval lies beyond +band;
+# - `improved`: the whole interval lies beyond -band;
+# - `no change`: the whole interval lies inside the band (a change, if any, smaller than we care for);
+# - `inconclusive`: the interval straddles an edge of the band (more runs would tell).
 
 COMPARE_METRICS = ("throughput", "error_rate", "p50", "p90", "p95", "p99")
 """What `swarmbench compare` judges, in its order: the run's throughput and error rate, and four

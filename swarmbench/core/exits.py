@@ -1,6 +1,7 @@
-"""TODO one line.
+"""How a command ends: the exit codes (one set for the command line, the Locust plugin and CI), and the
+one way every command stops on bad input.
 
-[exits] Exit codes: one set for `python -m swarmbench`, the Locust plugin and CI.
+Exit codes: one set for `python -m swarmbench`, the Locust plugin and CI.
 
 Locust's own codes come first (0 and 1 are Locust's, 2 is argparse's); Swarmbench adds its own
 above them (3, 4, 5) so CI can tell "the system under test is too slow" from "the run itself went
@@ -13,7 +14,7 @@ A stopped run says so first (CI should not report a verdict on a run someone can
 served nothing says so before anything about its numbers; a run whose load generators or target
 went away is not a measurement to judge thresholds on.
 
-[errors] The one way every Swarmbench command stops on bad input: `PROG: error: ...`, one line, no traceback.
+The one way every Swarmbench command stops on bad input: `PROG: error: ...`, one line, no traceback.
 
 `die()` is used by the host runner (`swarmbench: error: ...`), the Locust plugin (the same prefix,
 inside Locust) and the analysis CLI (`analysis: error: ...`). `UsageError` is raised by validation
@@ -26,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-# === exits ===========================================================================================
+# --- the exit codes -------------------------------------------------------------------------------
 
 OK = 0
 """The run finished and every threshold held."""
@@ -64,7 +65,7 @@ def interrupted(signum: int) -> int:
     return 128 + int(signum)
 
 
-# === errors ==========================================================================================
+# --- bad input: one line, no traceback ------------------------------------------------------------
 
 PROG = "swarmbench"
 

@@ -1,4 +1,5 @@
-"""The run folder and the sweep folder: file names, run ids, exclusive creation, atomic writes.
+"""The run folder and the sweep folder: file names, Locust's CSV columns, run ids, exclusive creation,
+atomic writes.
 
 The folder is the interface between the parts: the plugin writes it, the runner classifies it, the
 analysis reads it. Every file name lives here, once.
@@ -102,7 +103,7 @@ def utc_iso(t: datetime | None, timespec: str = "milliseconds") -> str | None:
     return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z") if t else None
 
 
-# === Locust's CSV columns: an interface we do not own, named once ===================================
+# --- Locust's CSV columns: an interface we do not own, named once ---------------------------------
 # Every reader in this project goes through these names, so a Locust upgrade that renames a column
 # breaks in exactly one place.
 

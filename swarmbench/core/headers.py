@@ -1,13 +1,14 @@
-"""TODO one line.
+"""Request headers for a staging host (tokens, API keys): `Name: value` lines parsed and checked, never
+quoted, and their values kept out of every log line and saved file.
 
-[headerlines] `Name: value` header lines (a staging host's tokens): parsed and checked, never quoted.
+`Name: value` header lines (a staging host's tokens): parsed and checked, never quoted.
 
 Standard library only: the Locust plugin reads them in every process (plugin/options.py), and the
 runner checks the same lines before Docker starts (`make staging` with SWARMBENCH_HEADERS_FILE or
 LOCUST_HEADERS), so a bad value costs a second, not an image build. Every error names the source
 and the line, and the header's name; never its value.
 
-[redact] The last line of defence for secret header values: they never reach a log line or a saved file.
+The last line of defence for secret header values: they never reach a log line or a saved file.
 
 headers.py refuses a value that cannot be sent, so no HTTP client should ever echo one. But a
 server can echo a token in an error page that a locustfile turns into a failure, a locustfile can
@@ -36,7 +37,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-# === headerlines =====================================================================================
+# --- `Name: value` lines --------------------------------------------------------------------------
 
 HEADERS_ENV = "LOCUST_HEADERS"
 """Environment variable with `Name: value` lines (newline-separated; values may contain ';')."""
@@ -117,7 +118,7 @@ def read_text(path: str) -> str:
         raise HeaderSyntaxError(f"headers file {path} line {line}: not UTF-8 text") from None
 
 
-# === redact ==========================================================================================
+# --- the last line of defence: redaction ----------------------------------------------------------
 
 REDACTED = "[REDACTED]"
 """What replaces a secret value. Plain ASCII: safe inside CSV, JSON and HTML without escaping."""

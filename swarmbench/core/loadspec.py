@@ -1,26 +1,27 @@
-"""TODO one line.
+"""The load a run asks for, each as one grammar: durations, the wait time, request mixes and stores,
+the arrival-rate schedule and step loads.
 
-[durations] The one duration grammar of the whole package: `500ms`, `30s`, `1.5m`, `2h`, `1m30s`, `90`.
+The one duration grammar of the whole package: `500ms`, `30s`, `1.5m`, `2h`, `1m30s`, `90`.
 
 A duration is one or more NUMBER UNIT parts (units ms, s, m, h; Locust's --run-time forms like
 `1h30m` are the same grammar) or a plain number in the caller's default unit. Every setting that
 takes a time goes through `parse_duration`: --run-time, --arrival-rate's stages, --arrival-max-wait,
 the step grammars' SECONDS, KNEE_P99_MS. Standard library only.
 
-[wait] The --wait-time spec, parsed once: `between MIN MAX`, `constant S`, `throughput R`, `pacing S`.
+The --wait-time spec, parsed once: `between MIN MAX`, `constant S`, `throughput R`, `pacing S`.
 
 Pacing decides whether adding load generators can raise the request rate at all, so it is a run
 setting (recorded in run.json) rather than something edited in a locustfile. The plugin turns a
 spec into Locust's wait function (plugin/pacing.py); the runner validates it before anything starts;
 the verdict reads its think time and the rate cap it puts on closed-loop users. All from here.
 
-[experiment] What an experiment varies: request mixes, the target's store strategies, sweep modes (step loads:
-steps.py).
+What an experiment varies: request mixes, the target's store strategies, sweep modes (step loads:
+below).
 
 Named once here: the albums scenario builds its cycles under these mix names, the plugin validates
 --albums-mix against them, the sweep plans over them, the CLI's help lists them.
 
-[arrival] Open-model load: the --arrival-rate stage grammar, the rate it offers over time, and its counts.
+Open-model load: the --arrival-rate stage grammar, the rate it offers over time, and its counts.
 
 An arrival-rate run starts iterations (one task of one user) at a rate R per second across all load
 generators, whatever the responses take: a user of the pre-spawned pool (`--users`) runs each
@@ -41,9 +42,9 @@ sweep, ARRIVAL_RATE by hand): the analysis judges each hold.
 
 Standard library only: the plugin schedules iterations from it, the runner validates the setting
 before anything starts, the analysis reads the schedule back. What each generator counted, and
-run.json's `open_model` summary: arrival_counts.py; the open-model verdict: verdict.py.
+run.json's `open_model` summary: core/openmodel.py; the open-model verdict: core/bottleneck.py.
 
-[steps] The one step grammar, `START STEP SECONDS MAX`: user steps (`--step-users`, STEP_USERS) and rate
+The one step grammar, `START STEP SECONDS MAX`: user steps (`--step-users`, STEP_USERS) and rate
 steps (`knee --rates`, STEP_RATES) alike.
 
     10 10 20 80        users 10, 20, ... 80, 20 s each (a closed-loop step load)
@@ -63,7 +64,7 @@ from dataclasses import dataclass
 
 from swarmbench.core.manifest import LoadShape
 
-# === durations =======================================================================================
+# --- durations ------------------------------------------------------------------------------------
 
 UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 """Seconds per unit."""
@@ -88,7 +89,7 @@ def parse_duration(text: str, unit: str = "s") -> float:
     return seconds
 
 
-# === wait ============================================================================================
+# --- the wait time --------------------------------------------------------------------------------
 
 DEFAULT_WAIT_TIME = "between 0.5 1.5"
 """Default pacing: closed loop, ~1 s think time per user, like a person clicking through a UI.
@@ -169,7 +170,7 @@ def try_parse(spec: str | None) -> WaitSpec | None:
         return None
 
 
-# === experiment ======================================================================================
+# --- what an experiment varies --------------------------------------------------------------------
 
 DEFAULT_MIX = "default"
 READ_HEAVY = "read-heavy"
@@ -186,7 +187,7 @@ SWEEP_MODES = (STRONG, WEAK)
 """strong: total users fixed as workers grow; weak: users per worker fixed, so the total grows."""
 
 
-# === arrival =========================================================================================
+# --- the arrival-rate schedule (open model) -------------------------------------------------------
 
 ARRIVAL_USAGE = "expected 'RATE[@DURATION]; ...' such as '100', '50; 100@30s' or '100@10s; 400@1m'"
 
@@ -323,7 +324,7 @@ def parse_arrival_rate(spec: str) -> ArrivalSchedule:
     return schedule
 
 
-# === steps ===========================================================================================
+# --- step loads -----------------------------------------------------------------------------------
 
 STEP_SETTLE_S = 5
 """Seconds `knee` adds to a step load's run time, so the last step runs its whole length."""

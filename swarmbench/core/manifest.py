@@ -1,11 +1,12 @@
-"""TODO one line.
+"""run.json: the record of how a run was made and how it went (what Locust's CSVs cannot say): its
+words, its typed sections, one reader and one writer.
 
-[status] The words run.json uses for how a run went: its status, who started it, and its event kinds.
+The words run.json uses for how a run went: its status, who started it, and its event kinds.
 
 Named once here (standard library, no imports): the plugin decides them (core/health.py), the
 exit codes follow them (core/exits.py), the runner and the analysis read them back.
 
-[schema] Typed JSON records: one dataclass per object of run.json, its key table derived from its fields.
+Typed JSON records: one dataclass per object of run.json, its key table derived from its fields.
 
 A `Record` is a dataclass whose fields are the object's keys, in the order written. Its type hints
 are the schema: reading checks every key that is present against its field's type (nested records,
@@ -17,13 +18,13 @@ hand-made folders); a key this version does not know is kept in `extra` and writ
 There is no second list of keys to keep equal by hand: the dataclass is the one list. Standard
 library only (the plugin, the runner and the analysis all read and write through it).
 
-[sections] run.json's sections: one small typed record per object, defined once (schema.py reads and writes them).
+run.json's sections: one small typed record per object, defined once (the typed records above read and write them).
 
 Each class is the object under one run.json key (`RunManifest` in manifest.py lists the keys). The
 plugin fills them, the runner and the analysis read them; no module outside core spells one of
 these keys as a string. A field is None where the run did not measure it.
 
-[manifest] run.json: Swarmbench's record of how a run was made (what Locust's CSVs cannot say).
+run.json: Swarmbench's record of how a run was made (what Locust's CSVs cannot say).
 
 `RunManifest` is the one schema: the plugin fills it and writes it with `to_json()`, the runner
 and the analysis read it back with `from_json()`/`read()`. Keys this version does not know (a newer
@@ -33,9 +34,9 @@ Every field is optional when reading (older harness versions, hand-made folders)
 is present must have the right type: a run filed under the wrong worker count would silently bend a
 scaling fit, so a malformed run.json is an InputError naming the file.
 
-[gitinfo] The commit a run was made from, recorded in run.json and sweep.json.
+The commit a run was made from, recorded in run.json and sweep.json.
 
-[filehash] The locustfile's content hash recorded in run.json: two runs with the same hash ran the same code
+The locustfile's content hash recorded in run.json: two runs with the same hash ran the same code
 (a comparison refuses to compare runs of different locustfiles; swarmbench/compare/sides.py)."""
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from typing import Any, ClassVar, Self
 from swarmbench.core import exits
 from swarmbench.core.exits import InputError, read_text
 
-# === status ==========================================================================================
+# --- the words for how a run went -----------------------------------------------------------------
 
 COMPLETE = "complete"
 """Ran as asked."""
@@ -116,7 +117,7 @@ def run_exit_code(run_status: str, signum: int | None, allow_degraded: bool, bas
     return base
 
 
-# === schema ==========================================================================================
+# --- typed JSON records ---------------------------------------------------------------------------
 
 CHOICES = "choices"
 """Field metadata: the strings a field may hold (run status, mode, ...)."""
@@ -262,7 +263,7 @@ def _check_metadata(meta: Any, value: Any, where: str | Path, path: str) -> None
         raise InputError(where, f'"{path}" should not be negative, got {value}')
 
 
-# === sections ========================================================================================
+# --- run.json's sections --------------------------------------------------------------------------
 
 # --- load generators and the machine ---------------------------------------------------------------
 
@@ -443,7 +444,7 @@ class VerdictInputs(Record):
 
 @dataclass
 class Bottleneck(Record):
-    """`bottleneck`: what limited the run (core/verdict.VERDICTS), why, and from which numbers."""
+    """`bottleneck`: what limited the run (core/bottleneck.VERDICTS), why, and from which numbers."""
 
     verdict: str | None = None
     reason: str | None = None
@@ -505,7 +506,7 @@ class GeneratorIterations(Record):
 
 @dataclass
 class OpenCapacity(Record):
-    """`open_model.capacity`: was the offered rate held, and if not, what limited it (verdict.py)."""
+    """`open_model.capacity`: was the offered rate held, and if not, what limited it (core/bottleneck.py)."""
 
     capacity_reached: bool | None = None
     by: str | None = None  # generator CPU, target CPU or neither; None while held
@@ -627,11 +628,11 @@ class GeneratorLag(Record):
     per_worker: list[WorkerLag] = field(default_factory=list)
 
 
-# === manifest ========================================================================================
+# --- run.json -------------------------------------------------------------------------------------
 
 SCHEMA_VERSION = 2
 """Bumped when a field changes meaning or shape; readers warn on a newer one and read what they know.
-Version 2: every section is a typed record (sections.py) and `workers_timeline` holds
+Version 2: every section is a typed record (above) and `workers_timeline` holds
 {"t_s", "connected"} objects instead of [t_s, connected] pairs; `upgrade_v1` reads version 1."""
 
 
@@ -774,7 +775,7 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": SCHEMA_VERSION, "workers_timeline": points}
 
 
-# === gitinfo =========================================================================================
+# --- the commit a run was made from ---------------------------------------------------------------
 
 def git_commit(cwd: str | Path | None = None) -> str | None:
     """`git rev-parse HEAD` in CWD (default: the current directory); None outside a checkout."""
@@ -787,7 +788,7 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
     return out.stdout.strip() or None
 
 
-# === filehash ========================================================================================
+# --- the locustfile's content hash ----------------------------------------------------------------
 
 def locustfile_sha256(spec: str | None) -> str | None:
     """SHA-256 over the contents of the locustfile(s) Locust's --locustfile names (a comma-separated

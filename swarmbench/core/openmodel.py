@@ -1,6 +1,7 @@
-"""TODO one line.
+"""The open model's shares and counts: one generator's slots of the arrival schedule, what each
+generator counted, and run.json's `open_model`.
 
-[slots] One load generator's share of an arrival schedule as numbered slots: which are due, which are lost.
+One load generator's share of an arrival schedule as numbered slots: which are due, which are lost.
 
 The generator owns the slots k = phase, phase + 1, ... of its share: slot k is due when its local
 count `share x iterations(t) + offset` reaches k (core/loadspec.py gives iterations(t)). A user that
@@ -16,9 +17,9 @@ its lateness counts in the iteration's intended-start latency.
 Nothing here sleeps or reads a clock: every method takes `now`, so the tests can drive it with any
 times. plugin/openmodel.py runs it with time.perf_counter() and gevent.
 
-[arrival_counts] What each open-model generator counted, summed on the master, and run.json's `open_model`.
+What each open-model generator counted, summed on the master, and run.json's `open_model`.
 
-Generators count every iteration of the schedule (arrival.py) they handled -- started, dropped
+Generators count every iteration of the schedule (core/loadspec.py) they handled -- started, dropped
 (no idle user at its time), queued -- per second of the schedule, and ship the deltas with their
 stats reports (`to_report`, a JSON-safe wire format); the master adds them up (`add_report`) and
 `summarize` turns the sum into run.json's `open_model` section (sections.OpenModel). Standard
@@ -33,7 +34,7 @@ from typing import Any
 from swarmbench.core.loadspec import ArrivalSchedule
 from swarmbench.core.manifest import GeneratorIterations, OpenModel
 
-# === slots ===========================================================================================
+# --- a generator's share as numbered slots --------------------------------------------------------
 
 @dataclass
 class Slots:
@@ -123,7 +124,7 @@ class Slots:
         return k, due, dropped
 
 
-# === arrival_counts ==================================================================================
+# --- what the generators counted ------------------------------------------------------------------
 
 @dataclass
 class ArrivalCounts:

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""Exact latency: HDR histograms per request name, their encodings (hdrh's and a compact one), merged
+across load generators, read as percentiles and files.
 
-[hdr_compact] A compact text encoding of one of our HDR histograms: the `hdr` column of locust_latency_windows.csv.
+A compact text encoding of one of our HDR histograms: the `hdr` column of locust_latency_windows.csv.
 
 HdrHistogram's own V2 encoding (hdrh's encode(): what workers ship and locust_latency_hdr.json holds)
 spends ~45 bytes a histogram on a header that is the same for all of ours (1 µs .. 1 h, 3 significant
@@ -16,7 +17,7 @@ The histogram parameters are implied (hdr.new_histogram's); a reader tells this 
 one by its prefix (V2's base64 starts "HISTF"). About half the bytes of V2 at 10-1000 samples.
 Pure Python and zlib (the plugin's image has no numpy); hdrh's C encoder finds the buckets.
 
-[hdr] Exact latency percentiles: HDR histograms per request name, merged across load generators.
+Exact latency percentiles: HDR histograms per request name, merged across load generators.
 
 Locust keeps response times rounded to 2 significant digits (10 ms buckets above 100 ms, 100 ms
 above 1 s), so its p99 can exceed its max and percentiles of different workers cannot be combined
@@ -55,7 +56,7 @@ from pyhdrh import encode as _v2_varints
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
 from swarmbench.core.exits import InputError, read_text
 
-# === hdr_compact =====================================================================================
+# --- the compact text encoding --------------------------------------------------------------------
 
 PREFIX = "z1:"
 """Marks this encoding (version 1) in a text column: not base64, so never the start of a V2 one."""
@@ -169,7 +170,7 @@ def _read_varints(data: bytes) -> list[int]:
     return out
 
 
-# === hdr =============================================================================================
+# --- HDR histograms per request name --------------------------------------------------------------
 
 SIGNIFICANT_FIGURES = 3
 """Decimal digits kept: values within 0.1 % (1 µs at 1 ms, 1 ms at 1 s); more digits double memory."""
@@ -345,7 +346,7 @@ class LatencyBook:
 
 
 def decode(text: Any, where: str | Path, row: str) -> HdrHistogram:
-    """One encoded histogram, HdrHistogram's V2 or ours (hdr_compact: the windows file's); InputError
+    """One encoded histogram, HdrHistogram's V2 or ours (the compact one: the windows file's); InputError
     naming WHERE and ROW when it is not one (truncated, bad base64, a wrong cookie: hdrh raises a
     different exception for each)."""
     text = str(text)

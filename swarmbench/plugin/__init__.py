@@ -1,11 +1,11 @@
 """Swarmbench's Locust plugin: options, run folders, run.json, thresholds, headers, a clean end to
-distributed runs. Needs Locust; everything it shares with the runner and the analysis is core's.
+distributed runs, exact latency, the open model. Needs Locust; shares everything else through core
+and latency (no numpy or pandas: the Locust image has neither).
 
     from swarmbench.plugin import install
     install()        # what locustfiles/swarmbench_plugin.py does; idempotent
 
-Importing this package registers nothing and imports no Locust (the tests import its pure parts,
-e.g. swarmbench.plugin.generator, and must never import Locust); `install()` does, explicitly, in the
+Importing this package registers nothing and imports no Locust; `install()` does, explicitly, in the
 order wiring.py states.
 """
 

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""How a run ends without losing its record: at --run-time, at Stop, on Ctrl-C or SIGTERM, or when the
+workers leave.
 
-[signals] Ctrl-C and SIGTERM: record them, then end the process the way its normal end does.
+Ctrl-C and SIGTERM: record them, then end the process the way its normal end does.
 
 Locust's own handling loses what a run needs: on SIGTERM it shuts down at once (its master waits
 0.5 s for the workers' final stats, so the CSVs miss requests the target served) and nothing says
@@ -14,7 +15,7 @@ and sends its last stats. A second signal is Locust's immediate shutdown (files 
 The handlers are Python signal handlers, installed at test start: by then Locust has installed its
 own SIGTERM watcher (gevent's), which ours replaces for the rest of the process.
 
-[ending] How a distributed run ends without losing its record: at --run-time, at Stop, on a signal, or when
+How a distributed run ends without losing its record: at --run-time, at Stop, on a signal, or when
 every worker is being stopped -- in whatever order the master and its workers get their signals.
 
 The record is exact only if every worker's final report is in before the folder is written, and it
@@ -52,7 +53,7 @@ from locust.runners import STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, MasterR
 
 from swarmbench.core.health import signal_name
 
-# === signals =========================================================================================
+# --- Ctrl-C and SIGTERM ---------------------------------------------------------------------------
 
 logger = logging.getLogger("swarmbench")
 
@@ -108,7 +109,7 @@ def listen_for_workers(runner: Any, on_worker_signal: Callable[[str, int], Any])
         )
 
 
-# === ending ==========================================================================================
+# --- a distributed run's end ----------------------------------------------------------------------
 
 FINAL_STATS_GRACE_S = 5.0
 """After --stop-timeout, how long the master waits for workers' final reports before giving up on

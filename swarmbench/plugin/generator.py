@@ -1,6 +1,7 @@
-"""TODO one line.
+"""The load generator checks itself: its CPU use against its own limit (read from its cgroup), and how
+late its event loop wakes.
 
-[cgroup] This process's CPU limit, read from its cgroup: what a load generator's CPU use is judged against.
+This process's CPU limit, read from its cgroup: what a load generator's CPU use is judged against.
 
 A container limited to 0.15 CPU that uses 0.15 CPU is saturated, although it used 15 % of a core.
 Docker's `cpus:`, Swarm's `resources.limits.cpus` and Kubernetes' `limits.cpu` all set a CFS quota;
@@ -18,7 +19,7 @@ up counts (a Kubernetes pod's limit sits on the pod's cgroup, above the containe
 quota from <dir> up to the mount's root wins. The effective limit is the smallest of the quota and the
 cpuset's core count; with neither, the machine's cores. Standard library only.
 
-[cpu] CPU use of every load generator, measured by each process itself.
+CPU use of every load generator, measured by each process itself.
 
 Locust's own `cpu_usage` is sampled every 10 s (its 90 % warning rarely fires in a 30 s run), so
 each process also reports the CPU seconds it used since the test started: workers piggyback them on
@@ -31,7 +32,7 @@ sends it with the seconds, so its use is judged against what it may use: a worke
 CPU is saturated at 15 % of a core. A worker is one Python process, so it can use one core at most
 whatever its limit (USABLE_MAX_CPUS).
 
-[looplag] The generator's self-check: how late its gevent loop wakes a periodic timer (core/bottleneck.py says why).
+The generator's self-check: how late its gevent loop wakes a periodic timer (core/bottleneck.py says why).
 
 Every load generator (worker, or a standalone runner) runs a `Probe` from its test start: a greenlet
 that sleeps bottleneck.TICK_S and records how late it woke. A worker ships, with each stats report
@@ -54,7 +55,7 @@ import psutil
 from swarmbench.core import bottleneck
 from swarmbench.core.manifest import CpuLimit, GeneratorCpu, GeneratorLag, WorkerCpu, WorkerLag
 
-# === cgroup ==========================================================================================
+# --- this process's CPU limit, from its cgroup ----------------------------------------------------
 
 ROOT = Path("/sys/fs/cgroup")
 SELF = Path("/proc/self/cgroup")
@@ -191,7 +192,7 @@ def cpu_limit(root: Path = ROOT, self_cgroup: str | None = None, host_cores: int
     return CgroupLimit(float(host_cores or os.cpu_count() or 1), HOST)
 
 
-# === cpu =============================================================================================
+# --- CPU use of every load generator --------------------------------------------------------------
 
 CPU_REPORT_KEY = "swarmbench_cpu"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""
@@ -295,7 +296,7 @@ def summarize(series: dict[str, CpuSeries]) -> GeneratorCpu:
     )
 
 
-# === looplag =========================================================================================
+# --- event-loop lag -------------------------------------------------------------------------------
 
 LAG_REPORT_KEY = "swarmbench_lag"
 """Key in the worker -> master stats report; namespaced like CPU_REPORT_KEY."""

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""Exact latency for every run, inside Locust: HDR histograms per request and 1 s window, shipped to
+the master and merged, and shown in the web UI while the run goes.
 
-[latency_ui] The web UI's exact latency while a run goes: a tab in Locust's own UI, and a page of its own.
+The web UI's exact latency while a run goes: a tab in Locust's own UI, and a page of its own.
 
 Locust's table (/stats/requests) shows its rounded percentiles (106 ms reads 110). The run's HDR
 histograms (plugin/latency.py) hold the exact ones, per request name and Aggregated, so the UI shows
@@ -17,7 +18,7 @@ Both read Latency.live_totals(): recomputed only when a worker's report came in 
 answer, so a UI left open costs the master little. The master (or a standalone process) only:
 workers have no UI.
 
-[latency] Exact latency for every run: HDR histograms per request and 1-second window (hdr_windows.py).
+Exact latency for every run: HDR histograms per request and 1-second window (swarmbench/latency/windows.py).
 
 Locust rounds every response time to 2 significant digits before it counts it (106 ms is filed as
 110), so its percentiles are bucket edges. Here every request's time is counted again, exactly
@@ -26,8 +27,8 @@ Locust rounds every response time to 2 significant digits before it counts it (1
 Who does what:
 
     generators    a request listener batches each request's service time (and, in the open model,
-                  its time since the intended start: pool.py) into the window it ended in
-                  (plugin/hdr.Recorder); each stats report carries the encoded windows since the
+                  its time since the intended start: openmodel.py) into the window it ended in
+                  (latency/recorder.Recorder); each stats report carries the encoded windows since the
                   last one (deltas) under REPORT_KEY
     master        at the test start tells every worker (and any that connects later) the start's
                   time (MESSAGE): all generators count windows from the same instant, run.json's
@@ -72,7 +73,7 @@ from swarmbench.latency.recorder import Recorder
 from swarmbench.latency.windows import WINDOW_S, Windows, rebase, window_of
 from swarmbench.plugin.lifecycle import Run
 
-# === latency_ui ======================================================================================
+# --- the web UI's tab -----------------------------------------------------------------------------
 
 TAB_KEY = "swarmbench-latency"
 """The tab's key: Locust matches a tab, its table and its rows by it (and shows it in the URL)."""
@@ -182,7 +183,7 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-# === latency =========================================================================================
+# --- recording, shipping, merging -----------------------------------------------------------------
 
 logger = logging.getLogger("swarmbench")
 
@@ -194,7 +195,7 @@ REPORT_KEY = "swarmbench_latency"
 "timeline": {...}} (deltas)."""
 
 Intended = Callable[[float | None, float], tuple[float, int] | None]
-"""The open model's (pool.py): a request's (ms since its intended start, schedule second), or None."""
+"""The open model's (openmodel.py Pool): a request's (ms since its intended start, schedule second), or None."""
 
 
 class Latency:
@@ -206,7 +207,7 @@ class Latency:
         self.recorder = Recorder()  # generators: since the last report
         self.windows = Windows()  # master/standalone: the run's
         self.timeline = Timeline()  # master/standalone: the open model's per-schedule-second curves
-        self.intended: Intended | None = None  # set by the open model (arrival.py)
+        self.intended: Intended | None = None  # set by the open model (openmodel.py)
         self.t0 = time.time()
         self.t0_from_master = False
         self.started = False

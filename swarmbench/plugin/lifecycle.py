@@ -1,21 +1,22 @@
-"""TODO one line.
+"""The run this process records: its folder, its clock, what it records about itself, a clean end, its
+CSVs and run.json.
 
-[results] Locust's CSV files for a run folder, written so they end with the run's final numbers.
+Locust's CSV files for a run folder, written so they end with the run's final numbers.
 
 Swarmbench writes Locust's CSVs itself (with Locust's own writer class, so the format is exactly
 Locust's) instead of relying on `--csv`: Locust's CSV greenlet writes once a second and its last
 write can predate the workers' final reports, leaving the last second out of `*_stats.csv`. Here the
 files are rewritten once more after the last report, so they match the totals Locust prints.
 
-[lifecycle] The run this process records: its folder, its clock, a clean end, its CSVs and run.json.
+The run this process records: its folder, its clock, a clean end, its CSVs and run.json.
 
 Runs on every process but does its work where it belongs: workers report their CPU; the master
 (or a standalone runner) owns the run folder, ends the run so that every worker's final stats
 arrive, and writes run.json last. The listeners that call these functions, and their order, are in
-wiring.py. A headless run is opened at init and written at quit; a web-UI run (ui_runs.py) is
+wiring.py. A headless run is opened at init and written at quit; a web-UI run (wiring.py) is
 opened at each Start and written at its Stop, with the same functions.
 
-[experiment] Experiment settings a run records about itself: sweep membership, the scenario's request mix,
+Experiment settings a run records about itself: sweep membership, the scenario's request mix,
 the optional step-load shape, and the whole machine's CPU while the test ran.
 
 `python -m swarmbench sweep` sets LOCUST_SWEEP_* for every point, so each run folder says which
@@ -65,7 +66,7 @@ from swarmbench.core.manifest import (
 from swarmbench.plugin import ending, generator
 from swarmbench.plugin.options import die
 
-# === results =========================================================================================
+# --- Locust's CSV files, final --------------------------------------------------------------------
 
 class CsvFiles:
     """Locust's four CSV files for one run, kept live during the test and finalized at the end."""
@@ -103,7 +104,7 @@ class CsvFiles:
             w._stats_history_data_rows(out, time.time())
 
 
-# === lifecycle =======================================================================================
+# --- the run's life -------------------------------------------------------------------------------
 
 logger = logging.getLogger("swarmbench")
 
@@ -452,7 +453,7 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
     return m
 
 
-# === experiment ======================================================================================
+# --- what a run records about itself --------------------------------------------------------------
 
 HOST_CPU_INTERVAL_S = 1.0
 """How often the master samples the whole machine's CPU (psutil.cpu_percent)."""

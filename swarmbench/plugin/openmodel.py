@@ -1,6 +1,7 @@
-"""TODO one line.
+"""The open model (--arrival-rate) inside Locust: the schedule shared by all load generators, users
+claiming its slots, woken on time by a timerfd.
 
-[alarm] Waking greenlets at an exact time: a Linux timerfd, not gevent's timers.
+Waking greenlets at an exact time: a Linux timerfd, not gevent's timers.
 
 gevent's timers (libev on epoll) wake up to 1 ms late: epoll_wait takes its timeout in whole
 milliseconds and libev rounds it up. For a closed-loop user that is noise; for the open model it is
@@ -15,7 +16,7 @@ runs first).
 Where there is no timerfd (macOS, or ctypes cannot find it) `Alarm.create()` returns None and
 callers sleep on gevent's own timers.
 
-[pool] The open model on a load generator: free users claim the slots of its share and sleep until due.
+The open model on a load generator: free users claim the slots of its share and sleep until due.
 
 Every user class gets a `wait_time` that blocks until the user's next iteration (its next task) is
 due, and an `on_start` that waits for one before the first task; the user's own tasks, TaskSets and
@@ -31,17 +32,17 @@ wait is then part of its intended-start latency, the queueing a closed-loop test
 
 There is no dispatcher: an iteration costs one timer and one switch into its user, as a paced
 closed-loop user's does (a ticker handing iterations to idle users cost two more switches and an
-event-loop round each). The timer is a timerfd where there is one (alarm.py): gevent's own wake
+event-loop round each). The timer is a timerfd where there is one (Alarm, below): gevent's own wake
 up to 1 ms late, and that lateness would be measured as latency. The intended time travels with
 the iteration, so every request it makes records both Locust's response time and the time since
 the intended start.
 
-[arrival] --arrival-rate: open-model load across all load generators (the grammar: core/loadspec.py).
+--arrival-rate: open-model load across all load generators (the grammar: core/loadspec.py).
 
 Who does what:
 
     every process   init: parse the schedule (a bad value stops the run with one line)
-    generators      the users wait for iterations from a Pool (pool.py), which tells the
+    generators      the users wait for iterations from a Pool (below), which tells the
                     exact-latency recorder (latency.py) each request's intended-start latency;
                     each stats report carries the counts since the last one (deltas)
     master          from the end of spawning (the pool is ready) to the stop, tells each worker
@@ -89,7 +90,7 @@ from swarmbench.core.openmodel import (
 from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, percentile_ms
 from swarmbench.plugin.options import die
 
-# === alarm ===========================================================================================
+# --- waking greenlets at an exact time ------------------------------------------------------------
 
 EARLY_S = 0.001
 """Sleepers due this soon after a wake-up are woken with it, early: the schedule is kept to 1 ms,
@@ -179,7 +180,7 @@ class Alarm:
             self._watcher.ref = False  # nobody waits: it keeps no process alive
 
 
-# === pool ============================================================================================
+# --- a generator's pool of users ------------------------------------------------------------------
 
 LATE_START_GRACE_S = 0.001
 """A user that frees up this soon after a slot's time still takes it (late) rather than dropping
@@ -292,7 +293,7 @@ class Pool:
 
     def _start(self, intended: float, origin: float, late: bool) -> None:
         """The calling user starts the iteration INTENDED for then, now. Its requests' latency
-        counts from ORIGIN: the intended time, or the actual start when woken early (alarm.py)."""
+        counts from ORIGIN: the intended time, or the actual start when woken early (Alarm)."""
         if late:  # no user was free at its time: it waited for this one (--arrival-max-wait)
             self.counts.queued += 1
             if self.found_user:
@@ -397,7 +398,7 @@ def _tasksets(cls: type) -> list[type]:
     return found
 
 
-# === arrival =========================================================================================
+# --- the schedule across all generators -----------------------------------------------------------
 
 logger = logging.getLogger("swarmbench")
 
@@ -562,7 +563,7 @@ class ArrivalLoad:
         out.max_wait_s = self.max_wait_s
         seconds = len(self.counts.rows())
         book, timeline = self.plugin.latency.totals(), self.plugin.latency.timeline  # after totals()
-        if seconds >= 3:  # is the intended-start latency still growing? (core/verdict.judge_open)
+        if seconds >= 3:  # is the intended-start latency still growing? (core/bottleneck.judge_open)
             third = seconds // 3
             out.intended_p99_first_third_ms = timeline.percentile_between("intended", 0, third, 99)
             out.intended_p99_last_third_ms = timeline.percentile_between(

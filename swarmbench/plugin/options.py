@@ -1,14 +1,15 @@
-"""TODO one line.
+"""Swarmbench's configuration inside Locust: its options group, stopping on a bad value, and the
+staging host's headers on every user class.
 
-[errors] Stopping a run on bad configuration from inside Locust: core's die(), after the forked workers.
+Stopping a run on bad configuration from inside Locust: core's die(), after the forked workers.
 
-[options] Every Swarmbench option, in ONE "Swarmbench options" group of Locust's configuration chain.
+Every Swarmbench option, in ONE "Swarmbench options" group of Locust's configuration chain.
 
 Each option is a flag, a `LOCUST_*` environment variable and a locust.conf key at once (Locust's
 `init_command_line_parser` + `env_var=`), so compose files, CI and local runs configure it the same
 way as Locust's built-in settings: locust.conf < LOCUST_* variables < flags.
 
-[headers] Extra request headers (tokens, API keys) for a staging host, kept out of images and results.
+Extra request headers (tokens, API keys) for a staging host, kept out of images and results.
 
 Two sources, both read at run time in each Locust process:
 
@@ -22,7 +23,7 @@ LOCUST_HEADERS is deliberately NOT a Locust option: an option can be set as a fl
 into its web UI. Values are never logged, never in error messages, never in run.json: only the
 header NAMES are recorded ("request_headers"). A value that cannot be sent (a curly quote, a
 control character: core/headers.py) stops the run with its source, line and name; and should a
-server or locustfile echo a value anyway, redact.py removes it from the logs and the run folder.
+server or locustfile echo a value anyway, core/headers.py's redaction removes it from the logs and the run folder.
 
 Every HttpUser and FastHttpUser class of the run sends them with every request (a header a task
 passes explicitly still wins for that request)."""
@@ -44,7 +45,7 @@ from swarmbench.core import exits
 from swarmbench.core.headers import HeaderSyntaxError, load_headers
 from swarmbench.core.loadspec import DEFAULT_MIX, DEFAULT_WAIT_TIME, MIXES, SWEEP_MODES
 
-# === errors ==========================================================================================
+# --- stopping on bad configuration ----------------------------------------------------------------
 
 def die(message: str) -> NoReturn:
     """`swarmbench: error: MESSAGE`, exit code 2, no traceback.
@@ -57,7 +58,7 @@ def die(message: str) -> NoReturn:
     exits.die(message)
 
 
-# === options =========================================================================================
+# --- the options ----------------------------------------------------------------------------------
 
 DEFAULT_RESULTS_DIR = "results"
 """Where headless runs write `<run-id>/` folders; relative to Locust's working directory."""
@@ -229,7 +230,7 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
     )
 
 
-# === headers =========================================================================================
+# --- request headers on every user class ----------------------------------------------------------
 
 logger = logging.getLogger("swarmbench")
 

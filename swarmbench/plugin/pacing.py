@@ -1,15 +1,16 @@
-"""TODO one line.
+"""The users' pacing: the --wait-time option as a Locust wait_time function, and the waits the users
+actually took.
 
-[wait] The --wait-time option as a Locust wait_time function (the spec itself: core/loadspec.py).
+The --wait-time option as a Locust wait_time function (the spec itself: core/loadspec.py).
 
-[pacing] The pacing the users actually took: each user class's waits, measured where the users run.
+The pacing the users actually took: each user class's waits, measured where the users run.
 
 The verdict's load-bound rule needs each class's think time. The --wait-time option is not it: a
 locustfile's class may set its own `wait_time` (e.g. `constant(0.02)`), and then the option says
 nothing about what the users did. So every load generator wraps each user class's `wait_time` and
 counts, per class, the waits and the seconds they asked for, whether they went through the option
 (plugin/pacing.py marks those) and the peak number of users. Workers piggyback the cumulative sums on
-their stats report (like cpu.py's CPU seconds); the master keeps each worker's latest and adds them
+their stats report (like generator.py's CPU seconds); the master keeps each worker's latest and adds them
 up; a standalone runner reads its own. run.json's `pacing` is the result (core/bottleneck.py reads it)."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from locust.runners import MasterRunner, Runner, WorkerRunner
 from swarmbench.core.loadspec import parse_wait_time
 from swarmbench.core.manifest import ClassPacing
 
-# === wait ============================================================================================
+# --- the --wait-time option -----------------------------------------------------------------------
 
 WaitFunc = Callable[..., float]
 
@@ -56,7 +57,7 @@ def wait_function(spec: str) -> WaitFunc:
     return option_wait
 
 
-# === pacing ==========================================================================================
+# --- the pacing measured --------------------------------------------------------------------------
 
 REPORT_KEY = "swarmbench_pacing"
 """Key in the worker -> master stats report; namespaced so it never collides with Locust's."""

@@ -1,6 +1,7 @@
-"""TODO one line.
+"""The plugin's one object: its state in this process, every Locust listener in a stated order, and
+web-UI runs as runs.
 
-[ui_runs] Web-UI runs are runs: each Start -> Stop writes results/<run-id>/ like a headless run.
+Web-UI runs are runs: each Start -> Stop writes results/<run-id>/ like a headless run.
 
 `docker compose up` starts a master with the web UI; a test there starts at Start (Locust's
 test_start) and ends at Stop, at the UI's run time, at the end of a shape, or when the last worker
@@ -9,7 +10,7 @@ final stats are in). Each such test gets a NEW folder (a generated run id, never
 "Reset stats" in the middle of a test closes the current folder and opens the next one, so no
 folder mixes numbers from before and after a reset. run.json says `started_from: "ui"`.
 
-[wiring] The plugin's one object: its state in this process, and every Locust listener in a stated order.
+The plugin's one object: its state in this process, and every Locust listener in a stated order.
 
 Locust calls the listeners of one event in registration order, and the order matters here:
 
@@ -28,7 +29,7 @@ Locust calls the listeners of one event in registration order, and the order mat
                               6. pacing (pacing.py) wraps each user class's wait_time -- after the
                                  open model installed its users
     test_start                open model: a new test offers again; web UI: open a new run folder
-                              (ui_runs.py); start the run's clock, CSVs and samplers; host CPU
+                              (below); start the run's clock, CSVs and samplers; host CPU
                               sampling; load generators restart their CPU clock and event-loop
                               lag probe (generator.py); every process: our SIGINT/SIGTERM handlers
                               (ending.py); exact latency (latency.py) counts windows from the
@@ -76,7 +77,7 @@ from swarmbench.plugin.latency import Latency
 from swarmbench.plugin.lifecycle import Run
 from swarmbench.plugin.options import die
 
-# === ui_runs =========================================================================================
+# --- web-UI runs are runs -------------------------------------------------------------------------
 
 logger = logging.getLogger("swarmbench")
 
@@ -113,7 +114,7 @@ def end_ui_run(run: Run, plugin: Any, reason: str | None = None) -> None:
     plugin.write_run(run, None)
 
 
-# === wiring ==========================================================================================
+# --- the plugin's object and its listeners --------------------------------------------------------
 
 class Swarmbench:
     """Everything the plugin knows in this process: no module-level state anywhere else."""

@@ -1,16 +1,17 @@
-"""TODO one line.
+"""A sweep's points: planned (validated settings, a shuffled list, resumed from sweep.json), then each
+run by compose, a swarm or local processes.
 
-[net] Loopback helpers for local processes: a free port, waiting until a service answers.
+Loopback helpers for local processes: a free port, waiting until a service answers.
 
 Used by the sweep's local-process runner, the tests and the benchmarks (the same code decides
 "the target is up" everywhere). Everything here talks to 127.0.0.1 only.
 
-[plan] The sweep's plan, pure: validated settings, the shuffled list of points, resume from sweep.json.
+The sweep's plan, pure: validated settings, the shuffled list of points, resume from sweep.json.
 
 No process is started here (points.py runs them, sweep.py drives the whole sweep), so everything in
 this module is a function of its inputs and is unit-tested as such.
 
-[points] How one sweep point runs: `python -m swarmbench headless` (compose), or local processes (the Go
+How one sweep point runs: `python -m swarmbench headless` (compose), or local processes (the Go
 target, a Locust master and N workers on 127.0.0.1). Both write the same run folder; `classify`
 then decides from its run.json whether the point made a measurement."""
 
@@ -53,7 +54,7 @@ from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
 from swarmbench.runner.settings import ROOT, SWARMBENCH
 
-# === net =============================================================================================
+# --- loopback helpers for local processes ---------------------------------------------------------
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -85,7 +86,7 @@ def wait_http_or_raise(url: str, timeout: float = 20.0, proc: subprocess.Popen |
         raise TimeoutError(f"{url} did not answer within {timeout:g} s")
 
 
-# === plan ============================================================================================
+# --- the sweep's plan -----------------------------------------------------------------------------
 
 # A sweep's defaults (SWEEP_*): not those of one headless run (core/launch.py DEFAULT_*).
 SWEEP_WORKERS = (1, 2, 4)
@@ -338,7 +339,7 @@ def save_state(
     ).write(sweep_dir)
 
 
-# === points ==========================================================================================
+# --- how one point runs ---------------------------------------------------------------------------
 
 DEFAULT_TARGET_CPUS = "1"
 """--local: the target's GOMAXPROCS when TARGET_CPUS is unset, the same share compose gives it."""

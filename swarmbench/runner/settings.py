@@ -1,8 +1,9 @@
-"""TODO one line.
+"""The runner's settings, validated before anything starts, and where it finds the checkout and puts
+results.
 
-[paths] Where the runner finds the checkout and puts results.
+Where the runner finds the checkout and puts results.
 
-[settings] Validate the headless settings before anything starts.
+Validate the headless settings before anything starts.
 
 Locust would reject most of these too, but only after images are built and the target is up; a
 typo should cost a second, not a minute, and produce one line naming the setting."""
@@ -22,7 +23,7 @@ from swarmbench.core.headers import HeaderSyntaxError, load_headers
 from swarmbench.core.launch import DEFAULT_RUN_TIME, DEFAULT_WORKERS
 from swarmbench.core.loadspec import parse_arrival_rate, parse_duration
 
-# === paths ===========================================================================================
+# --- the checkout and results/ --------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout: docker-compose.yml, locustfiles/, target/ (the runner runs from a clone)."""
@@ -45,7 +46,7 @@ def display(path: Path) -> Path:
     return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
-# === settings ========================================================================================
+# --- the settings ---------------------------------------------------------------------------------
 
 DEFAULT_USER_CLASS = "AlbumsHttpUser"
 """Headless default for the bundled scenario: one client per run, so runs compare cleanly (the web

@@ -1,8 +1,9 @@
-"""TODO one line.
+"""`swarmbench sweep`: the scaling experiment in one command (what `make sweep` runs), with its
+progress line.
 
-[progress] The sweep's progress line: `[3/8] w2 AlbumsFastHttpUser rep 1 · ETA 2m10s` on stderr.
+The sweep's progress line: `[3/8] w2 AlbumsFastHttpUser rep 1 · ETA 2m10s` on stderr.
 
-[sweep] `python -m swarmbench sweep`: the scaling experiment in one command (what `make sweep` runs).
+`python -m swarmbench sweep`: the scaling experiment in one command (what `make sweep` runs).
 
 Workers x user classes (x target stores x request mixes) x repeats, every point one normal headless
 run under results/<sweep-id>/<point-id>/, then `python -m analysis report` on the whole sweep.
@@ -18,7 +19,7 @@ run under results/<sweep-id>/<point-id>/, then `python -m analysis report` on th
 - Ctrl-C stops the current point cleanly (Locust writes what it has, the stack goes down), keeps
   every finished point and exits 130.
 
-The plan is plan.py (pure), each point's processes points.py, the progress line progress.py.
+The plan and each point's processes are points.py's; the progress line is below.
 Standard library only: `--local` needs Locust (the venv) and Go."""
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from swarmbench.runner.points import (
 )
 from swarmbench.runner.settings import ROOT, SWARMBENCH, results_dir
 
-# === progress ========================================================================================
+# --- the progress line ----------------------------------------------------------------------------
 
 POINT_OVERHEAD_S = 20.0
 """First ETA guess of a point's cost beyond its run time (stack start, spawn, stop, teardown);
@@ -118,7 +119,7 @@ class Progress:
         )
 
 
-# === sweep ===========================================================================================
+# --- the sweep ------------------------------------------------------------------------------------
 
 POINT_GRACE_S = 180.0
 """A point may take this long beyond its run time before it is killed and recorded as failed

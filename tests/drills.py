@@ -3,7 +3,7 @@
 A run ended early must still leave a complete record: run.json (status `interrupted`, or `complete`
 when it had already ended; `started_from`), report.html and the CSVs, with the CSV total == run.json's
 totals == what the target served. Losing it was a race (workers and master stopping in some order),
-so one pass proves nothing: `bench/stop_paths.py` runs each path many times, the tests a few.
+so one pass proves nothing: `tests/stop_paths.py` runs each path many times, the tests a few.
 
 Paths (PATHS), all through a real `docker compose up` attached to a pseudo-terminal, as a user runs it:
 

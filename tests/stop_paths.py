@@ -1,11 +1,11 @@
 """Stop paths: does every way of ending a run mid-way still save a complete, exact record?
 
-    python bench/stop_paths.py [--tries 10] [--paths ui-ctrlc,ui-down,headless-ctrlc,headless-down]
+    python tests/stop_paths.py [--tries 10] [--paths ui-ctrlc,ui-down,headless-ctrlc,headless-down]
 
 Each try starts a real `docker compose up --scale worker=2` in a pseudo-terminal (the web UI, with a
 test started through POST /swarm, or the headless override), lets 10 users of AlbumsFastHttpUser run
 for a few seconds, then ends the stack: Ctrl-C (SIGINT to compose) or `docker compose down` from
-outside. It then checks the run folder (swarmbench/runner/stopdrill.py): run.json, report.html and
+outside. It then checks the run folder (tests/drills.py): run.json, report.html and
 the CSVs present, status interrupted or complete, CSV total == run.json totals == the target's own
 count, the folder's worker count == run.json's. Prints one line per try and k/N per path.
 
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from swarmbench.runner.stopdrill import PATHS, Drill, run_drill, summary
+from drills import PATHS, Drill, run_drill, summary
 
 
 def main() -> int:
