@@ -34,14 +34,19 @@ help: ## list the targets
 up: ## web UI on http://127.0.0.1:8089 with WORKERS workers
 	$(PYTHON) -m swarmbench up
 
-headless: ## one headless run -> results/<run-id>/ (exit codes: docs/ci.md)
-	$(PYTHON) -m swarmbench headless
+# A run needs only python3; with BASELINE the comparison after it needs numpy: then the venv's
+# Python, created on first use (as `make sweep` does).
+override RUN_PYTHON = $(if $(BASELINE),$(VENV)/bin/python,$(PYTHON))
+override RUN_NEEDS = $(if $(BASELINE),$(VENV)/.installed)
 
-staging: ## headless run against LOCUST_HOST, without the bundled target (same exit codes)
-	$(PYTHON) -m swarmbench headless --staging
+headless: $(RUN_NEEDS) ## one headless run -> results/<run-id>/ (exit codes: docs/ci.md)
+	$(RUN_PYTHON) -m swarmbench headless
 
-swarm: ## headless run on Docker Swarm: WORKERS replicas over the swarm's nodes (same folder, exit codes)
-	$(PYTHON) -m swarmbench headless --swarm
+staging: $(RUN_NEEDS) ## headless run against LOCUST_HOST, without the bundled target (same exit codes)
+	$(RUN_PYTHON) -m swarmbench headless --staging
+
+swarm: $(RUN_NEEDS) ## headless run on Docker Swarm: WORKERS replicas over the swarm's nodes (same folder, exit codes)
+	$(RUN_PYTHON) -m swarmbench headless --swarm
 
 swarm-lab: ## (root) a second Docker engine in a network namespace, joined to a new swarm as a worker node
 	$(PYTHON) -m swarmbench swarm-lab up

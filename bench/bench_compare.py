@@ -41,12 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from swarmbench.compare import noise, sides, stats
+from swarmbench.compare.sides import bucket_values_us, read_side
+from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, MIN_EFFECT, REGRESSED, verdict
 
-from swarmbench.compare import noise, sides, stats  # noqa: E402
-from swarmbench.compare.sides import bucket_values_us, read_side  # noqa: E402
-from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, MIN_EFFECT, REGRESSED, verdict  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SHIFT = 1.10
 PER_SIDE = 3

@@ -26,10 +26,10 @@
           `cost`'s pairs spread wider than the 3 % they are meant to resolve.
   master  the master's side: 32 workers x 10 request names, each reporting every 3 s the windows
           since its last report (encoded by the real Recorder from long-tailed latencies), fed to
-          the master's merge (hdr_windows.Windows) interval by interval: CPU seconds per report
+          the master's merge (latency.windows.Windows) interval by interval: CPU seconds per report
           interval as % of one core, and the end (every window sealed, the files written). Side by
-          side: main's merge (every piece kept encoded until the end), read from git.
-          Goal <= 5 %.
+          side: every piece kept until the end and merged then, as the master did before it merged
+          as reports came. Goal <= 5 %.
   size    WINDOWS 1-second windows x NAMES request names through the real writers: the bytes of
           locust_latency_windows.csv, _hdr.csv and _hdr.json. Goal <= 2 MB for 10 minutes x 10
           names. --run DIR: a real run folder's bytes per window row, scaled to the same size.
@@ -41,7 +41,6 @@ each figure is a median of rounds run side by side, and the spread is printed wi
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import random
 import statistics
@@ -50,14 +49,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench_open_model import Target, build_target, pin, split_cpus
+
+from swarmbench.core import folder
+from swarmbench.core.manifest import RunManifest
+from swarmbench.runner.points import free_port
+
+if TYPE_CHECKING:  # the latency layer needs hdrh: imported where a benchmark uses it
+    from swarmbench.latency.histogram import LatencyBook
+    from swarmbench.latency.windows import Windows
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_open_model import Target, build_target, pin, split_cpus  # noqa: E402
-from swarmbench.core import folder  # noqa: E402
-from swarmbench.core.manifest import RunManifest  # noqa: E402
-from swarmbench.runner.points import free_port  # noqa: E402
 
 REPORT_S = 3
 """Locust's worker report interval (locust.runners.WORKER_REPORT_INTERVAL)."""
@@ -227,17 +231,30 @@ def worker_reports(workers: int, names: int, intervals: int, rate: float, seed: 
     return out
 
 
-def main_windows_class() -> type:
-    """main's Windows (every piece kept encoded until the end), for the side-by-side."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", "main:swarmbench/latency/windows.py"], check=True,
-                          capture_output=True, text=True).stdout  # fmt: skip
-    text = text.replace("from .hdr import", "from swarmbench.latency.histogram import")
-    path = Path(tempfile.mkdtemp()) / "main_hdr_windows.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("main_hdr_windows", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Windows
+class KeptToTheEnd:
+    """The master as it merged before 7d457c9, for the side-by-side: every piece kept as it came and
+    all merged at the stop (here through the same Windows), so the run's CPU moves to its end."""
+
+    def __init__(self) -> None:
+        from swarmbench.latency.windows import Windows
+
+        self.pieces: list[list[dict]] = []
+        self.windows = Windows()
+
+    def merge(self, entries: list[dict]) -> None:
+        self.pieces.append(entries)
+
+    def _merged(self) -> Windows:
+        for entries in self.pieces:
+            self.windows.merge(entries)
+        self.pieces = []
+        return self.windows
+
+    def totals(self) -> LatencyBook:
+        return self._merged().totals()
+
+    def write_csv(self, path: Path) -> None:
+        self._merged().write_csv(path)
 
 
 def master(args: argparse.Namespace) -> None:
@@ -250,8 +267,8 @@ def master(args: argparse.Namespace) -> None:
           f"({pieces / args.intervals:.0f} per interval)")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for label, cls in (
-            ("incremental (this branch)", Windows),
-            ("main: all kept until the end", main_windows_class()),
+            ("merged as reports come", Windows),
+            ("all kept until the end", KeptToTheEnd),
         ):
             runs = []
             for _ in range(args.repeats):

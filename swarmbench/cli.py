@@ -1,7 +1,8 @@
 """`swarmbench <command>`: every Swarmbench command, one parser (this module), validated first.
 
     swarmbench up | headless | sweep | knee | ab | swarm-lab     run load (the host runner)
-    swarmbench compare | floor                                  did it get slower? (numpy)
+    swarmbench compare | floor | trend                          did it get slower? (numpy)
+    swarmbench history add | list | import | export            every run remembered (SQLite, PostgreSQL)
     swarmbench report | summary | checks                        read run folders (pandas, matplotlib)
     swarmbench launch master|worker [--headless] [LOCUST ARGS]  the Locust image's entrypoint
 
@@ -84,6 +85,29 @@ def add_paths(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="run folder(s) or folder(s) holding run folders")
 
 
+def add_history(p: argparse.ArgumentParser, optional_value: bool = False) -> None:
+    """--history STORE: a SQLite file or a postgresql:// URL (default SWARMBENCH_HISTORY, else
+    results/history.sqlite). OPTIONAL_VALUE: `compare --history [STORE] RUN`."""
+    text = (
+        "the run history: a SQLite file or a postgresql:// URL "
+        "(default $SWARMBENCH_HISTORY, else results/history.sqlite)"
+    )
+    if optional_value:
+        p.add_argument("--history", nargs="?", const="", metavar="STORE", help=text)
+    else:
+        p.add_argument("--history", default="", metavar="STORE", help=text)
+
+
+def add_record(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--record",
+        action="store_true",
+        default=None,
+        help="add each run to the history as it finishes (SWARMBENCH_RECORD=1; the store: --history, "
+        "else SWARMBENCH_HISTORY, else results/history.sqlite)",
+    )
+
+
 def add_local(p: argparse.ArgumentParser, default: bool | None) -> None:
     p.add_argument(
         "--local",
@@ -130,9 +154,10 @@ def _headless(sub) -> None:
     p.add_argument(
         "--baseline",
         metavar="DIR",
-        help="then compare the run with this saved run or folder of repeats; exit 3 on a regression "
-        "(BASELINE; docs/compare.md)",
+        help="then compare the run with this saved run or folder of repeats, or with the run history "
+        "(`history`); exit 3 on a regression (BASELINE; docs/compare.md, docs/history.md)",
     )
+    add_record(p)
 
 
 def _sweep(sub) -> None:
@@ -190,6 +215,7 @@ def _sweep(sub) -> None:
         + ", ".join(f"{k}={v!r}" for k, v in d.STORE_COMPARISON.items()),
     )
     p.add_argument("--no-report", action="store_true", help="skip `swarmbench report` at the end")
+    add_record(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan (and each point's status) and exit")
 
 
@@ -216,10 +242,11 @@ def _knee(sub) -> None:
 
 
 def _ab(sub) -> None:
-    sub.add_parser(
+    p = sub.add_parser(
         "ab",
         help="A and B interleaved against the same target, then compared (make ab: A, B, REPEATS, ...)",
     )
+    add_record(p)
 
 
 def _swarm_lab(sub) -> None:
@@ -246,7 +273,9 @@ def compare_parser(sub) -> argparse.ArgumentParser:
         help=f"comma-separated, of {', '.join(COMPARE_METRICS)}",
     )
     p.add_argument("--names", help="comma-separated request names (default: every name in common)")
-    p.add_argument("--noise", type=Path, help="run-to-run noise file (default: compare-noise.json with the baseline)")
+    p.add_argument(
+        "--noise", type=Path, help="run-to-run noise file (default: compare-noise.json with the baseline)"
+    )
     p.add_argument("--allow-different", action="store_true", help="compare runs of different loads")
     p.add_argument("--fail-on-inconclusive", action="store_true", help="exit 3 on inconclusive too")
     p.add_argument(
@@ -255,6 +284,8 @@ def compare_parser(sub) -> argparse.ArgumentParser:
         metavar="DIR",
         help="A/A: measure the run-to-run noise of DIR's identical runs into DIR/compare-noise.json",
     )
+    add_history(p, optional_value=True)
+    p.add_argument("--branch", default="main", help="with --history: the branch whose runs are the baseline")
     return p
 
 
@@ -323,6 +354,46 @@ def _checks(sub) -> None:
     p.add_argument("exprs", nargs="+", metavar="EXPR", help="thresholds, e.g. 'p50<108' (docs/ci.md)")
 
 
+def _history(sub) -> None:
+    p = sub.add_parser(
+        "history", help="the run history: add runs, list, import a tree, export (docs/history.md)"
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    adding = (("add", "add run folders"), ("import", "add every run folder under DIR (old formats too)"))
+    for name, what in adding:
+        a = actions.add_parser(name, help=what)
+        if name == "add":
+            a.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
+        else:
+            a.add_argument("folder", type=Path, metavar="DIR", help="a folder holding run folders")
+        a.add_argument("--branch", help="the git branch the runs measured (default: each run.json's)")
+        a.add_argument(
+            "--testbed",
+            help="the machine's name (default: each run.json's, else this machine's CPU and count)",
+        )
+        add_history(a)
+    a = actions.add_parser("list", help="the stored runs, oldest first")
+    a.add_argument("--json", action="store_true", help="one JSON object per run")
+    add_history(a)
+    a = actions.add_parser(
+        "export", help="one CSV per configuration in Apache Otava's layout, and otava.yaml"
+    )
+    a.add_argument(
+        "--format", choices=("csv",), default="csv", help="the layout Apache Otava reads (the only one)"
+    )
+    add_out(a, False, "output folder (default results/history-export)")
+    add_history(a)
+
+
+def _trend(sub) -> None:
+    p = sub.add_parser("trend", help="change points of every name and metric over the run history")
+    add_history(p)
+    p.add_argument("--branch", default="main", help="the branch whose runs make the series (default main)")
+    p.add_argument("--last", type=int, metavar="N", help="only the last N runs of each configuration")
+    p.add_argument("--json", action="store_true", help='print {"change_points": [...]} instead of the table')
+    add_out(p, False, "write trend.html (one chart per name and metric) and trend.json there")
+
+
 def _launch(sub) -> None:
     sub.add_parser(
         "launch",
@@ -340,6 +411,8 @@ COMMANDS: dict[str, Callable] = {
     "swarm-lab": _swarm_lab,
     "compare": compare_parser,
     "floor": floor_parser,
+    "history": _history,
+    "trend": _trend,
     "report": _report,
     "summary": _summary,
     "checks": _checks,
@@ -366,6 +439,10 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, commands: Sequence
     if unknown:  # said by the command's parser, so the line names the command and its --help
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     args.root = prog  # the program's name in every error, warning and check line
+    if args.command == "compare" and args.history is not None and args.baseline and not args.candidate:
+        pass  # `compare --history STORE RUN`: argparse gave STORE to --history and RUN to baseline
+    elif args.command == "compare" and args.history and args.baseline is None:
+        args.history, args.baseline = "", Path(args.history)  # `compare --history RUN`: the default store
     try:
         return RUN[args.command](args)
     except UsageError as e:
@@ -403,9 +480,11 @@ def check_compare_args(words: list[str], aa: bool) -> None:
     """`make ab`'s COMPARE_ARGS, checked before any run by the comparison's own parser: options of
     `swarmbench compare` for A/B, of the noise floor (--min-effect, --confidence, --seed) for A/A.
     UsageError naming the problem (the runner names the variable)."""
-    holder = Parser(prog=PROG)
-    holder.raising = True
-    sub = holder.add_subparsers(dest="command")
+
+    class Raising(Parser):
+        raising = True
+
+    sub = Raising(prog=PROG).add_subparsers(dest="command")
     if aa:
         args = floor_parser(sub).parse_args(["A", "B", "-o", "\0", *words])
         if str(args.out) != "\0":  # a later -o wins in argparse: the words gave one
@@ -431,6 +510,21 @@ def _run_up(args: argparse.Namespace) -> int:
     return compose.run_up(settings.up_from_env(os.environ))
 
 
+def recording(args: argparse.Namespace) -> str | None:
+    """The history store a run command records into (--record or SWARMBENCH_RECORD=1), opened now
+    so a store that cannot be written fails before the runs; None when not recording."""
+    from swarmbench.history.commands import RECORD_ENV, check_store, store_spec
+
+    on = args.record if args.record is not None else os.environ.get(RECORD_ENV, "").strip()
+    if on in (None, False, "", "0", "false", "no"):
+        return None
+    if on not in (True, "1", "true", "yes"):
+        raise UsageError(f"{RECORD_ENV}={on!r}: expected 1 or 0")
+    spec = store_spec(None)
+    check_store(spec)
+    return spec
+
+
 def _run_headless(args: argparse.Namespace) -> int:
     from swarmbench.runner import ab, compose, settings, swarm
 
@@ -438,7 +532,12 @@ def _run_headless(args: argparse.Namespace) -> int:
     base = ab.baseline_path(args.baseline, os.environ)
     if base is not None:
         require("compare", "--baseline/BASELINE")
-    return ab.run_with_baseline(swarm.run_swarm if args.swarm else compose.run_headless, chosen, base)
+        if base == ab.HISTORY:
+            from swarmbench.history.commands import check_store, store_spec
+
+            check_store(store_spec(None))
+    record = recording(args)
+    return ab.run_with_baseline(swarm.run_swarm if args.swarm else compose.run_headless, chosen, base, record)
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
@@ -448,7 +547,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     chosen = points.sweep_settings(vars(args), env)
     if not args.no_report and not args.dry_run:
         require("analysis", "the sweep's report (--no-report skips it)")
-    return sweep.run_sweep(chosen, env, report=not args.no_report, dry_run=args.dry_run)
+    record = None if args.dry_run else recording(args)
+    return sweep.run_sweep(chosen, env, report=not args.no_report, dry_run=args.dry_run, record=record)
 
 
 def _run_knee(args: argparse.Namespace) -> int:
@@ -462,7 +562,7 @@ def _run_ab(args: argparse.Namespace) -> int:
     from swarmbench.runner import ab
 
     require("compare", "make ab's comparison")
-    return ab.run_ab(os.environ, check_compare_args)
+    return ab.run_ab(os.environ, check_compare_args, record=recording(args))
 
 
 def _run_swarm_lab(args: argparse.Namespace) -> int:
@@ -485,6 +585,19 @@ def _run_floor(args: argparse.Namespace) -> int:
     return commands.floor_command(args)
 
 
+def _run_history(args: argparse.Namespace) -> int:
+    from swarmbench.history import commands
+
+    return commands.run(args)
+
+
+def _run_trend(args: argparse.Namespace) -> int:
+    require("compare", "swarmbench trend")
+    from swarmbench.compare import commands
+
+    return commands.trend_command(args)
+
+
 def _run_analysis(args: argparse.Namespace) -> int:
     require("analysis", f"{args.root} {args.command}")
     from swarmbench.analysis import commands
@@ -501,6 +614,8 @@ RUN: dict[str, Callable[[argparse.Namespace], int]] = {
     "swarm-lab": _run_swarm_lab,
     "compare": _run_compare,
     "floor": _run_floor,
+    "history": _run_history,
+    "trend": _run_trend,
     "report": _run_analysis,
     "summary": _run_analysis,
     "checks": _run_analysis,

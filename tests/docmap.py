@@ -15,7 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "development.md"
-BEGIN = "<!-- module map: made by `python tests/docmap.py --write` from each module's first docstring line -->"
+BEGIN = (
+    "<!-- module map: made by `python tests/docmap.py --write` from each module's first docstring line -->"
+)
 END = "<!-- end of the module map -->"
 
 LAYERS = ("core", "latency", "plugin", "compare", "runner", "analysis")

@@ -1,16 +1,30 @@
-"""Reading a run folder in tests, through the column names analysis/ defines (one place)."""
+"""Run folders in tests: where the analysis tests find them, and reading one through the column names
+analysis/ defines (one place)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness import ROOT
+
 from swarmbench.analysis import columns as C
 from swarmbench.core.folder import RUN_FILES
+
+EXAMPLES = ROOT / "results" / "examples"
+
+
+def result_sets(*fixtures: Path) -> list[Path]:
+    """The folders of runs the analysis is tried on: SWARMBENCH_TEST_RESULTS=dir1:dir2 when set, else
+    FIXTURES, and results/examples once the harness has produced it."""
+    if os.environ.get("SWARMBENCH_TEST_RESULTS"):
+        return [Path(p) for p in os.environ["SWARMBENCH_TEST_RESULTS"].split(os.pathsep)]
+    return [*fixtures] + ([EXAMPLES] if any(EXAMPLES.rglob("*_stats.csv")) else [])
 
 
 def only_run(results: Path) -> Path:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Target, interrupt_when, interruptible, run_module
+from harness import Target, interrupt_when, interruptible, run_module
 
 from swarmbench.runner.ab import schedule
 

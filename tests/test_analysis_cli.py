@@ -10,36 +10,18 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, CliResult, run_module
+from harness import ROOT, assert_one_line_error, run_module
+from runs import result_sets
 
 from swarmbench.analysis.commands import write_atomically
 
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
-EXAMPLES = ROOT / "results" / "examples"
 SWEEP_RUN = next((FIXTURES / "sweep").iterdir())
-
-
-def result_sets() -> list[Path]:
-    if os.environ.get("SWARMBENCH_TEST_RESULTS"):
-        return [Path(p) for p in os.environ["SWARMBENCH_TEST_RESULTS"].split(os.pathsep)]
-    return [FIXTURES] + ([EXAMPLES] if any(EXAMPLES.rglob("*_stats.csv")) else [])
-
-
-def assert_one_line_error(proc: CliResult, *needles: str) -> str:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("analysis: error: ")
-    for needle in needles:
-        assert needle in lines[0]
-    return lines[0]
 
 
 def stats_rows(folder: Path) -> list[dict[str, str]]:
@@ -47,7 +29,7 @@ def stats_rows(folder: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("results", result_sets(), ids=lambda p: p.name)
+@pytest.mark.parametrize("results", result_sets(FIXTURES), ids=lambda p: p.name)
 def test_report_end_to_end(results, tmp_path, analysis_cli):
     out = tmp_path / "report"
     proc = analysis_cli("report", results, "-o", out)

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from harness import assert_one_line_error
 from hdrh.histogram import HdrHistogram
-from test_analysis_cli import assert_one_line_error
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis.exact import EXACT, ROUNDED, distribution, merge_books, merge_histograms

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_module
+from harness import ROOT, run_module
 
 from swarmbench.analysis import analyze_scaling, load_runs, settings_table, summarize
 from swarmbench.analysis import columns as C

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_analysis_timeseries import step_users, write_run
+from histories import step_users, write_run
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis.knee import knee_from_steps, step_load_knee, steps

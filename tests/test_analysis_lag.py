@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, run_module
+from harness import ROOT, run_module
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis import load_runs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -183,7 +184,20 @@ def test_run_json_errors_name_field_or_line(tmp_path):
         manifest_from_dict({"users": True}, path)
 
 
-def test_load_runs_orders_by_start_time():
-    runs = load_runs([FIXTURES / "sweep"])
+def test_load_runs_orders_by_start_time(tmp_path):
+    """The sweep's runs, their start times handed out in reverse: the run whose folder name and run id
+    sort first started last. Sorted by start time the order is the reverse of by name or by id, so
+    this fails for a load_runs that sorts by either, or keeps discovery's (name) order."""
+    by_name = [copy_run(src, tmp_path) for src in SWEEP]
+    manifests = [json.loads((run / C.MANIFEST).read_text()) for run in by_name]
+    starts = [m["started_at"] for m in manifests]
+    for run, m, started in zip(by_name, manifests, reversed(starts), strict=True):
+        moved = datetime.fromisoformat(started) - datetime.fromisoformat(m["started_at"])
+        ended = datetime.fromisoformat(m["ended_at"]) + moved  # the run keeps its own duration
+        m["started_at"] = started
+        m["ended_at"] = ended.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        (run / C.MANIFEST).write_text(json.dumps(m))
+    runs = load_runs([tmp_path])
+    assert [r.folder for r in runs] == by_name[::-1]
     starts = [r.meta.started_at for r in runs]
-    assert starts == sorted(starts) and len(runs) == 9
+    assert starts == sorted(starts) and len(set(starts)) == len(runs) == 9

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
+from harness import FIXTURES, ROOT
 from nbclient import NotebookClient
+from runs import result_sets
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "analysis.ipynb"
-FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
-EXAMPLES = ROOT / "results" / "examples"
-EXACT = ROOT / "tests" / "fixtures" / "exact"  # runs with HDR histogram files: the exact paths
-
-
-def result_sets() -> list[Path]:
-    if os.environ.get("SWARMBENCH_TEST_RESULTS"):
-        return [Path(p) for p in os.environ["SWARMBENCH_TEST_RESULTS"].split(os.pathsep)]
-    return [FIXTURES, EXACT] + ([EXAMPLES] if any(EXAMPLES.rglob("*_stats.csv")) else [])
+EXACT = FIXTURES / "exact"  # runs with HDR histogram files: the exact paths
 
 
 def test_notebook_defaults_to_results_examples():
@@ -30,7 +22,7 @@ def test_notebook_defaults_to_results_examples():
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")  # committed clean
 
 
-@pytest.mark.parametrize("results", result_sets(), ids=lambda p: p.name)
+@pytest.mark.parametrize("results", result_sets(FIXTURES / "analysis", EXACT), ids=lambda p: p.name)
 def test_notebook_runs(results, monkeypatch):
     monkeypatch.setenv("SWARMBENCH_RESULTS", str(results))
     # The kernelspec says `python`: make that this interpreter (the venv's), whatever PATH was.

@@ -4,11 +4,13 @@ whose every rate is known, written in Locust's own CSV format and read through t
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from harness import FIXTURES
+from histories import step_users, write_run
+from runs import EXAMPLES
 
 from swarmbench.analysis import columns as C
 from swarmbench.analysis.knee import steps
@@ -23,14 +25,12 @@ from swarmbench.analysis.timeseries import (
 )
 from swarmbench.cli import analysis_main
 
-pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")  # no run.json
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
-EXAMPLES = ROOT / "results" / "examples"
+# The synthetic runs have no run.json: the reader warns about each.
+pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")
 
 
 def real_runs():
-    runs = load_runs([FIXTURES / "sweep", ROOT / "tests" / "fixtures" / "knee"])  # step loads too
+    runs = load_runs([FIXTURES / "analysis" / "sweep", FIXTURES / "knee"])  # step loads too
     runs += load_runs([EXAMPLES]) if EXAMPLES.is_dir() else []
     return [r for r in runs if r.history is not None and len(r.history) > 1]
 
@@ -135,54 +135,6 @@ def test_resolution_follows_locusts_rounding_of_response_times():
 
 # --- synthetic histories in Locust's format -------------------------------------------------------------
 
-HISTORY_HEADER = (
-    "Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%,"
-    "Total Request Count,Total Failure Count,Total Median Response Time,Total Average Response Time,"
-    "Total Min Response Time,Total Max Response Time,Total Average Content Size"
-)
-STATS_HEADER = (
-    "Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,Min Response Time,"
-    "Max Response Time,Average Content Size,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%,99%,99.9%,"
-    "99.99%,100%"
-)
-T0 = 1_800_000_000
-
-
-def write_run(
-    folder: Path,
-    users: list[int],
-    made: list[int],
-    p95: list[float],
-    workers: int = 2,
-    interval: int = 3,
-    max_ms: float = 5000.0,
-) -> Path:
-    """A run folder whose per-second traffic MADE[t] (split evenly over WORKERS, reported every
-    INTERVAL s at staggered phases, flushed at the end) and users are known exactly."""
-    folder.mkdir(parents=True)
-    n = len(users)
-    share = np.array(made, dtype=float)[:, None] / workers * np.ones(workers)
-    pending, total, rows = np.zeros(workers), 0.0, []
-    for t in range(n):
-        pending += share[t]
-        for w in range(workers):
-            if (t - w) % interval == interval - 1 or t == n - 1:
-                total += pending[w]
-                pending[w] = 0
-        pct = "N/A" if t < 2 else f"{p95[t] / 2:g},0,0,0,0,{p95[t]:g},0,{p95[t] * 1.2:g},0,0,{p95[t] * 1.5:g}"
-        cells = "N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A" if pct == "N/A" else pct
-        for typ, name in (("GET", "GET /x"), ("", "Aggregated")):
-            rows.append(f"{T0 + t},{users[t]},{typ},{name},0,0,{cells},{total:.0f},0,1,1.0,1,{max_ms:g},10")
-    (folder / "locust_stats_history.csv").write_text(HISTORY_HEADER + "\n" + "\n".join(rows) + "\n")
-    final = f"{total:.0f},0,1,1.0,1,{max_ms:g},10,{total / n:.2f},0,1,1,1,1,1,1,1,1,1,1,{max_ms:g}"
-    stats = f"{STATS_HEADER}\nGET,GET /x,{final}\n,Aggregated,{final}\n"
-    (folder / "locust_stats.csv").write_text(stats)
-    return folder
-
-
-def step_users(levels: list[int], seconds: int, tail: int = 2) -> list[int]:
-    return [0] + [u for u in levels for _ in range(seconds)] + [0] * tail
-
 
 def test_a_synthetic_step_history_gives_each_step_its_own_rate(tmp_path):
     levels, per_user = [10, 20, 40, 80], 7.0
@@ -215,8 +167,8 @@ def test_percentiles_above_the_runs_max_are_not_drawn(tmp_path):
 
 def test_report_writes_timeseries_csv_with_the_charts_numbers(tmp_path, capsys):
     out = tmp_path / "report"
-    assert analysis_main(["report", str(FIXTURES / "sweep"), "-o", str(out)]) == 0
+    assert analysis_main(["report", str(FIXTURES / "analysis" / "sweep"), "-o", str(out)]) == 0
     written = pd.read_csv(out / "timeseries.csv")
     assert written.columns.tolist() == C.TIMESERIES_COLUMNS
-    expected = timeseries_table(load_runs([FIXTURES / "sweep"]))
+    expected = timeseries_table(load_runs([FIXTURES / "analysis" / "sweep"]))
     pd.testing.assert_frame_equal(written, expected, check_dtype=False)

@@ -12,7 +12,7 @@ import json
 import os
 
 import pytest
-from conftest import Target, run_locust, run_module
+from harness import Target, run_locust, run_module
 
 from swarmbench.core import exits
 from swarmbench.runner.ab import SUFFIX, compare_with_baseline

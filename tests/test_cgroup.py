@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import ROOT
+from harness import ROOT
 
 from swarmbench.plugin import generator
 
@@ -57,7 +57,9 @@ def test_this_machine_has_a_sane_limit():
 
 
 IMAGE = "swarmbench-locust:2.47.0"
-PROBE = "from swarmbench.plugin.generator import cpu_limit; import json; print(json.dumps(cpu_limit().to_json()))"
+PROBE = (
+    "from swarmbench.plugin.generator import cpu_limit; import json; print(json.dumps(cpu_limit().to_json()))"
+)
 
 
 def _in_container(*docker_args: str) -> dict:
@@ -81,4 +83,5 @@ def test_real_cgroup_inside_a_container(docker_compose):
     assert _in_container("--cpuset-cpus", "0") == {"cpus": 1, "source": generator.CPUSET}
     assert _in_container("--cpuset-cpus", "0", "--cpus", "0.5")["cpus"] == 0.5
     free = _in_container()
-    assert free["cpus"] == len(os.sched_getaffinity(0)) and free["source"] in (generator.CPUSET, generator.HOST)
+    assert free["cpus"] == len(os.sched_getaffinity(0))
+    assert free["source"] in (generator.CPUSET, generator.HOST)

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import run_locust
+from harness import run_locust
 from make_runs import compose_env, make
 from runs import only_run
 
@@ -133,7 +133,7 @@ def test_malformed_threshold_exits_2_before_the_test_starts(albums_target, tmp_p
 
 @pytest.mark.docker
 def test_make_headless_with_an_impossible_threshold(docker_compose, tmp_path):
-    res = make("headless", compose_env(tmp_path, LOCUST_CHECKS="p95<1"))
+    res = make("headless", env=compose_env(tmp_path, LOCUST_CHECKS="p95<1"))
     out = res.stdout + res.stderr
     # make exits 2 for any failed recipe; it names the recipe's own exit code in its message.
     assert res.returncode == 2, out[-3000:]

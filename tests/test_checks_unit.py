@@ -16,7 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import ROOT, Target, run_locust
+from harness import ROOT, Target, run_locust
 from runs import only_run
 
 from swarmbench.core.checks import (

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _staging import image, make_staging
-from conftest import ROOT
-from make_runs import compose_env
+from harness import ROOT
+from make_runs import compose_env, run_on_stack
+from staging_hosts import image, make_staging
 
 WORKFLOW = ROOT / ".github" / "workflows" / "loadtest.yml"
 MAIN_RUN_ID = "7001"
@@ -248,14 +248,7 @@ def test_a_pull_request_without_a_baseline_says_so_and_is_not_compared(tmp_path)
 def staging(env: dict[str, str]) -> subprocess.CompletedProcess:
     """`python3 -m swarmbench headless --staging`, as docs/ci.md's recipe calls it (not make, which
     would turn the run's exit code into 2)."""
-    return subprocess.run(
-        [sys.executable, "-m", "swarmbench", "headless", "--staging"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return run_on_stack("headless", "--staging", env=env)
 
 
 @pytest.mark.docker

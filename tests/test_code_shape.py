@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import subprocess
 
-from conftest import ROOT
+from harness import ROOT
 
 MAX_FUNCTION_LINES = 60
 MARK = "Long on purpose"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import ROOT, run_module
+from harness import ROOT, run_module
 
 from swarmbench.compare.noise import NOISE_JSON
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Target, run_locust, run_module
+from harness import Target, run_locust, run_module
 
 pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
 

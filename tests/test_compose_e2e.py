@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -17,16 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, free_port, wait_http
+from harness import free_port, swarmbench, wait_http
+from make_runs import METRICS_SCRIPT, compose_down, make
 from runs import assert_complete_folder, assert_exact_journey, manifest, only_run
 
 from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd, prepare_results
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose")]
-
-METRICS_SCRIPT = (
-    "import urllib.request as u; print(u.urlopen('http://target:8080/metrics', timeout=5).read().decode())"
-)
 
 
 class Stack:
@@ -59,9 +55,7 @@ def results(tmp_path: Path) -> Path:
 def stack_name(request: pytest.FixtureRequest) -> Iterator[str]:
     name = f"sbtest-{request.node.name.lower().replace('_', '-')[:30]}-{os.getpid()}"
     yield name
-    # Whatever happened (a timeout included), leave no containers behind.
-    subprocess.run(["docker", "compose", "-p", name, "down", "--remove-orphans", "--timeout", "2"],
-                   capture_output=True, timeout=120)  # fmt: skip
+    compose_down(name, timeout_s=2)  # whatever happened (a timeout included), no containers left behind
 
 
 def test_headless_stack_two_workers_is_complete_and_exact(results, stack_name):
@@ -92,15 +86,8 @@ def test_headless_stack_two_workers_is_complete_and_exact(results, stack_name):
     assert_exact_journey(run_dir, logs, served.stdout, more_than=1000)
 
 
-def make(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=ROOT, env={**os.environ, **env},
-        capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
-
-
 def test_make_headless_runs_and_reports_its_folder(results, stack_name):
-    env = {"COMPOSE_PROJECT_NAME": stack_name, "SWARMBENCH_RESULTS": str(results)}
+    env = {**os.environ, "COMPOSE_PROJECT_NAME": stack_name, "SWARMBENCH_RESULTS": str(results)}
     res = make("headless", "WORKERS=1", "LOCUST_RUN_TIME=6s", "LOCUST_USERS=5", env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     run_dir = only_run(results)
@@ -128,8 +115,8 @@ def test_make_headless_runs_and_reports_its_folder(results, stack_name):
 def test_make_headless_rejects_bad_settings_before_starting(
     results, stack_name, docker_shim, settings, message
 ):
-    env = {"COMPOSE_PROJECT_NAME": stack_name, "SWARMBENCH_RESULTS": str(results), "PATH": docker_shim.path}
-    res = make("headless", env={**env, **settings})
+    env = {**os.environ, "COMPOSE_PROJECT_NAME": stack_name, "SWARMBENCH_RESULTS": str(results)}
+    res = make("headless", env={**env, "PATH": docker_shim.path, **settings})
     assert res.returncode == 2  # make's code for a failed recipe (the CLI's own is 2 as well)
     assert message in res.stderr
     assert "Traceback" not in res.stderr
@@ -151,6 +138,7 @@ def test_make_headless_rejects_bad_settings_before_starting(
 )
 def test_bad_configuration_inside_the_stack_stops_early(results, stack_name, settings, message, code):
     env = {
+        **os.environ,
         "COMPOSE_PROJECT_NAME": stack_name,
         "SWARMBENCH_RESULTS": str(results),
         "LOCUST_RUN_TIME": "30s",
@@ -158,10 +146,7 @@ def test_bad_configuration_inside_the_stack_stops_early(results, stack_name, set
     }
     started = time.monotonic()
     # The runner itself, not make: make turns every failure into its own exit code 2.
-    res = subprocess.run(
-        [sys.executable, "-m", "swarmbench", "headless"], cwd=ROOT, env={**os.environ, **env},
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+    res = swarmbench("headless", env=env, timeout=240)
     assert res.returncode == code, res.stdout[-2000:]
     assert message in res.stdout + res.stderr
     assert time.monotonic() - started < 120

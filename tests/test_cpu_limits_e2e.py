@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose"), pyt
 
 def _run(tmp_path, **settings: str) -> tuple[dict, str]:
     env = compose_env(tmp_path, LOCUST_RUN_TIME="20s", LOCUST_USER_CLASSES="AlbumsFastHttpUser", **settings)
-    res = make("headless", env, timeout=300)
+    res = make("headless", env=env, timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode in (0, 3), out[-3000:]
     run_dir = only_run(tmp_path / "results")

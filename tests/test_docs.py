@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 import docmap
 import pytest
-from conftest import ROOT
+from harness import ROOT
 
 from swarmbench.core import exits
 

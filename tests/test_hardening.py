@@ -14,13 +14,12 @@ import csv
 import os
 import re
 import stat
-import subprocess
 import uuid
 
 import pytest
-from _hardening import HARDENING, error_lines, snapshot, swarmbench
-from conftest import ROOT
-from make_runs import compose_env
+from hardening import HARDENING, snapshot
+from harness import error_lines, swarmbench
+from make_runs import compose_env, make
 
 from swarmbench.core.exits import UsageError
 from swarmbench.runner import compose
@@ -45,11 +44,8 @@ def test_make_variables_are_never_run_by_a_shell(tmp_path, target, variable, val
     marker = tmp_path / f"pwned-{uuid.uuid4().hex[:8]}"
     env = compose_env(tmp_path)
     # -o: never (re)install the venv here; the test is about the recipe, not pip.
-    res = subprocess.run(
-        ["make", "--no-print-directory", "-o", ".venv/.installed", target,
-         f"{variable}={value.format(marker=marker)}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    assignment = f"{variable}={value.format(marker=marker)}"
+    res = make("-o", ".venv/.installed", target, assignment, env=env, timeout=60)
     assert res.returncode == 2  # make's code for a failed recipe (the CLI's own is 2 as well)
     errors = error_lines(res.stderr, "swarmbench")
     assert len(errors) == 1 and message in errors[0], res.stderr
@@ -82,7 +78,7 @@ def test_bad_settings_stop_before_anything_starts(tmp_path, settings, message, c
     (results / "earlier-run" / "run.json").write_text("{}")
     before = snapshot(tmp_path)
     env = compose_env(tmp_path, **{"LOCUST_HOST": "http://host.docker.internal:9", **settings})
-    res = swarmbench(*command, env=env)
+    res = swarmbench(*command, env=env, timeout=60)
     assert res.returncode == 2, res.stdout + res.stderr
     assert error_lines(res.stderr, "swarmbench") == res.stderr.strip().splitlines()
     assert len(res.stderr.strip().splitlines()) == 1 and message in res.stderr, res.stderr

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _hardening import FIXTURES, HARDENING, error_lines, snapshot
-from conftest import run_module
+from hardening import HARDENING, snapshot
+from harness import FIXTURES, assert_one_line_error, run_module
 
 from swarmbench.analysis.commands import write_atomically
 
@@ -24,15 +24,6 @@ RUN = SWEEP / "20261121T194528Z_AlbumsHttpUser_local"  # stats row 5 is Aggregat
 
 def analysis(*args: str | Path) -> subprocess.CompletedProcess:
     return run_module("analysis", *args)
-
-
-def assert_one_analysis_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
-    assert proc.returncode == 2, proc.stderr
-    errors = error_lines(proc.stderr, "analysis")
-    assert len(errors) == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
-    return errors[0]
 
 
 # --- analysis: impossible data, duplicate ids, OUT ---------------------------------------------
@@ -72,7 +63,7 @@ def test_impossible_numbers_are_refused_with_file_and_row(tmp_path, name, row, c
         (out / previous).write_text(f"previous {previous}")
     before = snapshot(tmp_path)
     proc = analysis("report", run, "-o", out)
-    assert_one_analysis_error(proc, f"analysis: error: {run / name}: {problem}")
+    assert_one_line_error(proc, f"analysis: error: {run / name}: {problem}")
     assert snapshot(tmp_path) == before, "a refused input changed something saved"
 
 
@@ -81,7 +72,7 @@ def test_the_probes_numbers_give_no_summary(tmp_path):
     run = shutil.copytree(RUN, tmp_path / "run")
     set_cell(run / "locust_stats.csv", 5, "Failure Count", "99999999")
     proc = analysis("summary", run)
-    assert_one_analysis_error(proc, "is more than 'Request Count'")
+    assert_one_line_error(proc, "is more than 'Request Count'")
     assert proc.stdout == ""
 
 
@@ -122,7 +113,7 @@ def test_out_that_would_lose_something_is_refused(tmp_path, make_out, message):
     target = tmp_path / "run" if (tmp_path / "run").exists() else tmp_path / "in"
     before = snapshot(tmp_path)
     proc = analysis("report", target, "-o", out)
-    assert_one_analysis_error(proc, f"analysis: error: {out}: {message}")
+    assert_one_line_error(proc, f"analysis: error: {out}: {message}")
     assert snapshot(tmp_path) == before
 
 

@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from _hardening import HARDENING, error_lines, snapshot, swarmbench
-from conftest import free_port, run_locust, wait_http
+from hardening import HARDENING, snapshot
+from harness import error_lines, free_port, run_locust, swarmbench, wait_http
 from make_runs import compose_env
 
 from swarmbench.core import exits
@@ -80,9 +80,8 @@ def test_unsendable_header_values_stop_make_staging_before_docker(tmp_path, wher
     if "LOCUST_HEADERS_FILE" in env:
         env = {"SWARMBENCH_HEADERS_FILE": env.pop("LOCUST_HEADERS_FILE")}
     before = snapshot(tmp_path)
-    res = swarmbench(
-        "headless", "--staging", env=compose_env(tmp_path, LOCUST_HOST="http://host.docker.internal:9", **env)
-    )
+    env = compose_env(tmp_path, LOCUST_HOST="http://host.docker.internal:9", **env)
+    res = swarmbench("headless", "--staging", env=env, timeout=60)
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr.strip().splitlines() == error_lines(res.stderr, "swarmbench")
     (error,) = error_lines(res.stderr, "swarmbench")

@@ -7,14 +7,12 @@ from __future__ import annotations
 import ipaddress
 import json
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from _hardening import HARDENING
-from conftest import ROOT
-from make_runs import compose_env
+from hardening import HARDENING
+from make_runs import compose_env, run_on_stack
 
 # --- a service on the user's own machine -----------------------------------------------------------
 
@@ -84,17 +82,7 @@ def test_a_service_on_the_host_is_reachable_as_host_docker_internal(docker_compo
             LOCUST_SPAWN_RATE="2",
             LOCUST_RUN_TIME="5s",
         )
-        try:
-            res = subprocess.run(
-                [sys.executable, "-m", "swarmbench", "headless", "--staging"],
-                cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
-            )  # fmt: skip
-        finally:
-            subprocess.run(
-                ["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
-                 "-t", "5"],
-                capture_output=True, timeout=60,
-            )  # fmt: skip
+        res = run_on_stack("headless", "--staging", env=env)
         served = server.requests
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-3000:]

@@ -11,7 +11,7 @@ import ast
 import fnmatch
 from pathlib import Path
 
-from conftest import ROOT
+from harness import ROOT
 
 ENTRY = [*sorted((ROOT / "locustfiles").glob("*.py")), *sorted((ROOT / "swarmbench" / "plugin").glob("*.py"))]
 TOP_LEVEL_ONLY = [ROOT / "swarmbench" / "__main__.py", ROOT / "swarmbench" / "cli.py"]
@@ -82,7 +82,11 @@ def test_every_module_the_plugin_imports_is_in_the_image():
 
 def test_the_image_has_no_runner_or_analysis():
     rules = allowed()
-    for module in ("swarmbench/runner/compose.py", "swarmbench/analysis/report.py", "swarmbench/compare/stats.py"):
+    for module in (
+        "swarmbench/runner/compose.py",
+        "swarmbench/analysis/report.py",
+        "swarmbench/compare/stats.py",
+    ):
         assert not in_context(ROOT / module, rules), f"{module} would make the image need pandas/Docker"
 
 

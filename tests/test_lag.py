@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from verdicts import judge
 
 from swarmbench.core import bottleneck
-from swarmbench.core import bottleneck as V
-from swarmbench.core.manifest import RunManifest, TargetCounters, WorkerLag
+from swarmbench.core.manifest import TargetCounters, WorkerLag
 from swarmbench.plugin.generator import LagBook
 
 
@@ -44,11 +44,6 @@ def test_exact_percentiles_nearest_rank():
 )
 def test_the_bound(p99, median, flagged):
     assert bottleneck.inflated(p99, median) is flagged
-
-
-def judge(run: dict) -> dict:
-    """The verdict of a run.json-like dict, in the JSON form run.json records it in."""
-    return V.judge_manifest(RunManifest.from_json(run)).to_json()
 
 
 def test_judge_names_the_worst_worker_and_the_verdict_follows():
@@ -94,9 +89,9 @@ def test_cpu_share_is_judged_against_the_containers_limit():
 def test_target_cpu_is_judged_against_its_limit():
     """0.24 CPU-seconds a second: idle for a 1-core GOMAXPROCS, saturated under a 0.25-CPU quota."""
     target = {"cpus": 2, "cpu_seconds": 7.2}
-    assert V.target_cpu_util(TargetCounters.from_json(target), 30) == pytest.approx(0.12)
+    assert bottleneck.target_cpu_util(TargetCounters.from_json(target), 30) == pytest.approx(0.12)
     limited = TargetCounters.from_json({**target, "cpu_limit": 0.25})
-    assert V.target_cpu_util(limited, 30) == pytest.approx(0.96)
+    assert bottleneck.target_cpu_util(limited, 30) == pytest.approx(0.96)
     run = {
         "duration_s": 30,
         "totals": {"requests": 1000, "failures": 0},

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import Target, free_port, run_locust
+from harness import Target, free_port, run_locust
 from runs import manifest, only_run, stats
 
 from swarmbench.core import folder

@@ -18,8 +18,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _integrity import post, spawn
-from conftest import Target, free_port, run_locust, wait_http
+from harness import Target, free_port, run_locust, wait_http
+from integrity import post, spawn
 from runs import assert_complete_folder, manifest, only_run, stats, total
 
 from swarmbench.core import folder

@@ -1,6 +1,7 @@
 """The master merges window pieces as they come (hdr_windows.Windows seals windows behind the newest):
-whatever the order and batching of the reports, late pieces included, the files are byte for byte
-those of merging everything at the end; percentile_values equals hdrh's own walk.
+whatever the order and batching of the reports (Hypothesis draws them, and shrinks a difference to the
+smallest reordering), late pieces included, the files are byte for byte those of merging everything at
+the end; percentile_values equals hdrh's own walk.
 """
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import random
+import tempfile
 from collections import Counter
+from pathlib import Path
 
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.histogram import KINDS, PERCENTILES, decode, new_histogram, percentile_values
@@ -63,35 +67,45 @@ def reference_file(pieces: list[list[dict]]) -> str:
     return out.getvalue()
 
 
-def written(windows: Windows, tmp_path) -> str:
-    path = tmp_path / "w.csv"
-    windows.write_csv(path)
-    return path.read_bytes().decode()
+def written(windows: Windows) -> str:
+    """The windows file WINDOWS writes (in a folder of its own: a Hypothesis example has no tmp_path)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "w.csv"
+        windows.write_csv(path)
+        return path.read_bytes().decode()
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_any_order_and_batching_writes_the_same_file(seed, tmp_path):
+REPORTS = 3 * sum(1 for window in range(40) if window % 3 == 2 or window == 39)
+"""How many reports reports(seed) makes with its defaults: 3 workers, one every 3 of 40 windows."""
+
+
+@settings(max_examples=6, deadline=None)  # as many as the seeds before: an example costs ~1 s
+@given(
+    seed=st.integers(0, 2**32 - 1),  # what the workers measured
+    order=st.permutations(range(REPORTS)),  # late reports: some arrive after their windows were sealed
+    batches=st.lists(st.integers(1, 4), min_size=REPORTS, max_size=REPORTS),  # reports in one merge
+)
+def test_any_order_and_batching_writes_the_same_file(seed, order, batches):
     pieces = reports(seed)
+    assert len(pieces) == REPORTS
     expected = reference_file(pieces)
-    rng = random.Random(seed + 100)
-    shuffled = pieces[:]
-    rng.shuffle(shuffled)  # late reports: some arrive after their windows were sealed
+    shuffled = [pieces[i] for i in order]
     windows = Windows()
     i = 0
-    while i < len(shuffled):
-        n = rng.randint(1, 4)  # several reports in one merge, or one
+    for n in batches:
         windows.merge([e for report in shuffled[i : i + n] for e in report])
         i += n
+    assert i >= len(shuffled), "every report was merged"
     assert windows.sealed, "the test must exercise sealing"
-    assert written(windows, tmp_path) == expected
+    assert written(windows) == expected
     in_order = Windows()
     for report in pieces:
         in_order.merge(report)
-    assert written(in_order, tmp_path) == expected
+    assert written(in_order) == expected
     assert in_order.totals().rows() == windows.totals().rows()
 
 
-def test_a_late_piece_reopens_a_sealed_window_and_counts_once(tmp_path):
+def test_a_late_piece_reopens_a_sealed_window_and_counts_once():
     pieces = reports(7, workers=1, windows=30)
     late = [e for e in pieces[0] if e["w"] == 0]
     first = [e for e in pieces[0] if e["w"] != 0]
@@ -105,7 +119,7 @@ def test_a_late_piece_reopens_a_sealed_window_and_counts_once(tmp_path):
     assert 0 in windows.sealed and 0 not in windows.pieces
     late_count = sum(decode(e["hdr"], "t", "p").get_total_count() for e in late if e["kind"] == "service")
     assert windows.run.aggregated("service").get_total_count() == before + late_count
-    assert written(windows, tmp_path) == reference_file(pieces)
+    assert written(windows) == reference_file(pieces)
 
 
 def test_totals_while_running_hold_open_and_sealed_windows_without_sealing():
@@ -133,23 +147,26 @@ def test_an_undecodable_piece_is_left_out_and_counted():
     assert windows.corrupt == 1
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_percentile_values_equal_hdrhs_walk(seed):
-    rng = random.Random(seed)
-    for shape in ("one", "same", "tail", "edges", "wide"):
-        hist = new_histogram()
-        for _ in range(1 if shape == "one" else rng.randint(2, 3000)):
-            us = {
-                "one": rng.randint(1, 10**7),
-                "same": 105_000,
-                "tail": int(rng.paretovariate(1.1) * 1000),
-                "edges": rng.choice([1, 3_600_000_000]),
-                "wide": int(rng.lognormvariate(9, 3)),
-            }[shape]
-            hist.record_value(max(1, min(us, 3_600_000_000)))
-        ps = [*PERCENTILES, 0.0, 100.0, 99.999]
-        for h in (hist, decode(hist.encode().decode("ascii"), "t", "p")):
-            assert percentile_values(h, ps) == h.get_percentile_to_value_dict(ps), shape
+HIGHEST = 3_600_000_000
+"""µs: the histograms' top, an hour."""
+HISTOGRAMS = st.one_of(
+    st.integers(1, 10**7).map(lambda us: [us]),  # one sample
+    st.integers(2, 3000).map(lambda n: [105_000] * n),  # the same sample, many times
+    st.lists(st.sampled_from([1, HIGHEST]), min_size=2, max_size=3000),  # both edges of the range
+    st.lists(st.integers(1, HIGHEST), min_size=2, max_size=3000),  # anywhere: long tails, wide spreads
+)
+"""The samples (µs) of a histogram, in the shapes the seeded loop drew."""
+
+
+@settings(max_examples=100, deadline=None)  # 25 histograms before (5 seeds x 5 shapes)
+@given(samples=HISTOGRAMS)
+def test_percentile_values_equal_hdrhs_walk(samples):
+    hist = new_histogram()
+    for us in samples:
+        hist.record_value(us)
+    ps = [*PERCENTILES, 0.0, 100.0, 99.999]
+    for h in (hist, decode(hist.encode().decode("ascii"), "t", "p")):
+        assert percentile_values(h, ps) == h.get_percentile_to_value_dict(ps)
 
 
 def test_percentile_values_known_answer():

@@ -7,7 +7,7 @@ target; the target itself counts the ramp-up's requests too, which shows the res
 from __future__ import annotations
 
 import pytest
-from conftest import Target, free_port, run_locust
+from harness import Target, free_port, run_locust
 from runs import manifest, only_run, stats
 
 from swarmbench.core import folder

@@ -14,7 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from harness import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarmbench.analysis.summary import evaluate_folder, exact_book
 from swarmbench.core import folder
@@ -82,12 +84,13 @@ EDGES = [0, 1, 2, 1023, 1024, 2047, 2048, 2049, 2050, 4095, 4096, 4097, 123_456,
 """Microseconds at the edges: below the range, exact buckets, the first 2, 4 µs wide, the top."""
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_add_counts_and_bucket_us_record_exactly_what_hdrh_records(seed):
+@settings(max_examples=100, deadline=None)  # 20 seeds before; an example costs ~10 ms
+@given(drawn=st.lists(st.integers(0, 10**12), max_size=3_000))
+def test_add_counts_and_bucket_us_record_exactly_what_hdrh_records(drawn):
     """add_counts does hdrh's index arithmetic inline and bucket_us moves a value to its bucket's
-    lowest: both must give the very histogram record_value(clamped(us)) gives, count for count."""
-    rng = random.Random(seed)
-    values = EDGES + [int(rng.lognormvariate(8, 3)) for _ in range(3_000)]
+    lowest: both must give the very histogram record_value(clamped(us)) gives, count for count.
+    Microseconds from 0 to 10**12: below, across and far above the histograms' range."""
+    values = EDGES + drawn
     hdrh_own, inline, bucketed = new_histogram(), new_histogram(), new_histogram()
     for us in values:
         hdrh_own.record_value(clamped(us))
@@ -178,14 +181,22 @@ def test_window_file_round_trips_and_its_counts_add_up(tmp_path):
     assert Windows.read_csv(path).totals().rows() == windows.totals().rows()
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_p99_never_exceeds_max_in_any_window(seed):
-    """300 windows of random sizes and shapes (one sample, identical samples, long tails)."""
-    rng = random.Random(seed)
+WINDOW_SHAPES = st.tuples(
+    st.sampled_from(["one", "same", "tail", "uniform"]),
+    st.integers(2, 400),  # samples (one for "one")
+    st.integers(0, 2**32 - 1),  # the seed of its samples' values: too many to draw one by one
+)
+
+
+@settings(max_examples=250, deadline=None)  # 4 seeds of 300 windows before: about as many windows
+@given(shapes=st.lists(WINDOW_SHAPES, min_size=1, max_size=300))
+def test_p99_never_exceeds_max_in_any_window(shapes):
+    """Up to 300 windows of random sizes and shapes (one sample, identical samples, long tails); a
+    failure shrinks to the one window, and its fewest samples, that breaks it."""
     recorder, windows = Recorder(), Windows()
-    for window in range(300):
-        shape = rng.choice(["one", "same", "tail", "uniform"])
-        n = 1 if shape == "one" else rng.randint(2, 400)
+    for window, (shape, size, seed) in enumerate(shapes):
+        rng = random.Random(seed)
+        n = 1 if shape == "one" else size
         for _ in range(n):
             ms = {
                 "one": rng.uniform(0.001, 5_000),
@@ -196,7 +207,7 @@ def test_p99_never_exceeds_max_in_any_window(seed):
             recorder.record(window, "GET", "GET /x", ms, False)
     windows.merge(recorder.take()[0])
     rows = list(windows.rows())
-    assert len(rows) == 600  # the name and Aggregated, every window
+    assert len(rows) == 2 * len(shapes)  # the name and Aggregated, every window
     for row in rows:
         assert row["p50_ms"] <= row["p90_ms"] <= row["p95_ms"] <= row["p99_ms"] <= row["p99.9_ms"]
         assert row["p99.9_ms"] <= row["max_ms"], row

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, free_port, locust_cmd, run_locust
+from harness import ROOT, free_port, locust_cmd, run_locust
 from runs import (
     assert_complete_folder,
     assert_exact_journey,

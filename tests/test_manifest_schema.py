@@ -1,4 +1,4 @@
-"""run.json's schema: every field and section typed once (core/manifest.py, sections.py, manifest.py).
+"""run.json's schema: every field and section typed once (core/manifest.py).
 
 A manifest with every field of every section set is written and read back equal; every run.json
 checked into the repository (results/examples, tests/fixtures: real runs, schema versions 1 and 2)
@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from harness import ROOT
 
 from swarmbench.core.exits import InputError
 from swarmbench.core.manifest import (

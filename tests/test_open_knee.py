@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
-from make_runs import compose_env
+from harness import assert_one_line_error, swarmbench
+from make_runs import compose_env, run_on_stack
 
 from swarmbench import cli
 from swarmbench.analysis import openmodel
@@ -199,8 +197,7 @@ def test_sweep_passes_the_schedule_to_every_point(tmp_path):
 def test_a_dry_run_shows_the_schedule_every_point_offers(tmp_path):
     env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path)}
     args = ["sweep", "--workers", "1 2", "--arrival-rate", "100; 100@20s; 200@0s; 200@20s", "--dry-run"]
-    cmd = [sys.executable, "-m", "swarmbench", *args]
-    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+    res = swarmbench(*args, env=env, timeout=30)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == (
@@ -220,17 +217,7 @@ def test_a_dry_run_shows_the_schedule_every_point_offers(tmp_path):
 )
 def test_bad_schedules_stop_with_one_line(tmp_path, args, message):
     env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path)}
-    res = subprocess.run(
-        [sys.executable, "-m", "swarmbench", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert res.returncode == 2
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("swarmbench: error: ") and message in lines[0], res.stderr
+    assert_one_line_error(swarmbench(*args, env=env, timeout=30), message, prog="swarmbench")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -248,10 +235,7 @@ def local_env(tmp_path: Path, albums_binary: Path, **extra: str) -> dict[str, st
 def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
     """10 users at 100 ms: about 100 iterations/s. 40 and 80/s hold, 120/s drops about a fifth."""
     env = local_env(tmp_path, albums_binary, LOCUST_USERS="10", LOCUST_RUN_ID="k")
-    res = subprocess.run(
-        [sys.executable, "-m", "swarmbench", "knee", "--local", "--rates", "40 40 5 120"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=150,
-    )  # fmt: skip
+    res = swarmbench("knee", "--local", "--rates", "40 40 5 120", env=env, timeout=150)
     assert res.returncode == 0, res.stderr[-3000:]
     run = openmodel.load(tmp_path / "k")
     assert run.summary.arrival_rate == "40; 40@5s; 80@0s; 80@5s; 120@0s; 120@5s"
@@ -271,10 +255,7 @@ def test_sweep_reports_the_highest_rate_n_workers_sustain(albums_binary, tmp_pat
         "--repeats", "1", "--run-time", "13s", "--users", "10", "--mode", "weak",
         "--arrival-rate", "60; 60@4s; 120@0s; 120@4s; 240@0s",
     ]  # fmt: skip
-    res = subprocess.run(
-        [sys.executable, "-m", "swarmbench", "sweep", *args],
-        cwd=ROOT, env=local_env(tmp_path, albums_binary), capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+    res = swarmbench("sweep", *args, env=local_env(tmp_path, albums_binary), timeout=240)
     assert res.returncode == 0, res.stderr[-3000:]
     sweep_dir = tmp_path / "open"
     points = [
@@ -301,14 +282,7 @@ def test_knee_through_compose_splits_the_rate_over_two_workers(tmp_path):
     )  # fmt: skip
     for key in ("LOCUST_RUN_TIME", "LOCUST_WAIT_TIME"):  # the knee sets its own run time; no think time
         env.pop(key)
-    try:
-        res = subprocess.run(
-            [sys.executable, "-m", "swarmbench", "knee", "--rates", "20 20 5 40"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
-        )  # fmt: skip
-    finally:
-        subprocess.run(["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
-                        "-t", "5"], capture_output=True, timeout=120)  # fmt: skip
+    res = run_on_stack("knee", "--rates", "20 20 5 40", env=env, timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     run_dir = tmp_path / "results" / "ck"
     run = openmodel.load(run_dir)

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, free_port, locust_cmd, run_locust, run_module
+from harness import ROOT, Target, free_port, locust_cmd, run_locust, run_module
 from runs import manifest, method_counts, only_run, stats, target_album_requests, total
 
 from swarmbench.analysis import openmodel as open_analysis

@@ -16,10 +16,10 @@ import subprocess
 import venv
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import FIXTURES, ROOT
 
-EXACT = ROOT / "tests" / "fixtures" / "exact"
-SWEEP = ROOT / "tests" / "fixtures" / "analysis" / "sweep"
+EXACT = FIXTURES / "exact"
+SWEEP = FIXTURES / "analysis" / "sweep"
 
 
 def source(tmp: Path) -> Path:

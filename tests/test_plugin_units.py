@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import ROOT
+from harness import ROOT
 
 from swarmbench.core import folder, target
 from swarmbench.plugin import generator

@@ -1,10 +1,10 @@
 """Every way a run can end leaves a complete, exact record (plugin/ending.py).
 
 Local processes first (the master and its workers signalled in every order), then the real compose
-stack through swarmbench/runner/stopdrill.py: `docker compose up` in a pseudo-terminal ended by
+stack through tests/drills.py: `docker compose up` in a pseudo-terminal ended by
 Ctrl-C (SIGINT to compose) or by `docker compose down` from outside, for a web-UI run (started with
 POST /swarm) and a headless one. Losing the record was a race, so each stack path runs twice here and
-ten times in bench/stop_paths.py.
+ten times in tests/stop_paths.py.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from _integrity import assert_exact, post, spawn, wait_for
-from conftest import free_port, wait_http
+from drills import PATHS, Drill, run_drill, summary
+from harness import free_port, wait_http
+from integrity import SPAWNED, assert_exact, distributed, post, spawn, wait_for
 from runs import assert_complete_folder, only_run, reap, target_album_requests
-from test_run_integrity import distributed
-
-from swarmbench.runner.stopdrill import PATHS, Drill, run_drill, summary
-
-SPAWNED = "All users spawned"
 
 
 def _worker_count(base: str) -> int:

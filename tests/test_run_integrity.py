@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from _integrity import FAST, SPAWNED, assert_exact, spawn, wait_for
-from conftest import Target, free_port
-from runs import assert_complete_folder, only_run, reap, stats, target_album_requests, total
+from harness import Target
+from integrity import FAST, SPAWNED, assert_exact, distributed, spawn, wait_for
+from runs import assert_complete_folder, only_run, stats, target_album_requests, total
 
 from swarmbench.core import exits
 from swarmbench.core.health import FAILED_RATIO, TARGET_DOWN_S, TARGET_HANG_S, Health
@@ -120,23 +117,6 @@ def test_run_json_rejects_an_unknown_status(tmp_path):
 
 
 # --- real local processes -------------------------------------------------------------------------
-
-
-@contextmanager
-def distributed(target: Target, results: Path, tmp: Path, workers: int, *extra: str) -> Iterator[dict]:
-    """A headless master + WORKERS local workers; yields their processes; never leaves any behind."""
-    port = str(free_port())
-    master = spawn(
-        ["--master", "--master-bind-port", port, "--expect-workers", str(workers), "--headless",
-         "-H", target.url, "--results-dir", str(results), *FAST, *extra], tmp / "master.log",
-    )  # fmt: skip
-    procs = {"master": master}
-    for i in range(workers):
-        procs[f"w{i}"] = spawn(["--worker", "--master-port", port], tmp / f"w{i}.log")
-    try:
-        yield procs
-    finally:
-        reap(procs.values())
 
 
 def test_worker_killed_mid_run_is_degraded_exit_4(albums_target, tmp_path):

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from _integrity import SPAWNED, assert_exact, ui_rounds
-from conftest import ROOT, free_port, wait_http
-from make_runs import compose_env
+from harness import ROOT, free_port, wait_http
+from integrity import SPAWNED, assert_exact, ui_rounds
+from make_runs import compose_down, compose_env
 from runs import assert_complete_folder, only_run
 
 from swarmbench.core import exits
@@ -71,8 +71,7 @@ def headless(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        subprocess.run(["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
-                        "--timeout", "2"], capture_output=True, timeout=120)  # fmt: skip
+        compose_down(env["COMPOSE_PROJECT_NAME"], timeout_s=2)
 
 
 def headless_with_fault(env: dict[str, str], log: Path, fault: Callable[[str], None]) -> int:
@@ -167,8 +166,7 @@ def test_stack_web_ui_start_stop_is_a_saved_exact_run(docker_compose, tmp_path):
         subprocess.run(compose_cmd("stop", "--timeout", "30", files=("docker-compose.yml",)), env=env,
                        capture_output=True, timeout=120)  # fmt: skip
     finally:
-        subprocess.run(["docker", "compose", "-p", env["COMPOSE_PROJECT_NAME"], "down", "--remove-orphans",
-                        "--timeout", "2"], capture_output=True, timeout=120)  # fmt: skip
+        compose_down(env["COMPOSE_PROJECT_NAME"], timeout_s=2)
     run_dir = only_run(results)
     m = assert_complete_folder(run_dir)
     assert (m["started_from"], m["status"], m["mode"], m["users"]) == ("ui", "complete", "distributed", 4)

@@ -14,8 +14,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from _integrity import assert_exact, post, spawn, ui_rounds
-from conftest import free_port, wait_http
+from harness import free_port, wait_http
+from integrity import assert_exact, post, spawn, ui_rounds
 from runs import assert_complete_folder, only_run, target_album_requests
 
 

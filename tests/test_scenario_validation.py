@@ -13,7 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import run_locust
+from harness import run_locust
 from runs import only_run
 
 from swarmbench.analysis import columns as C

@@ -16,12 +16,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from _staging import image, make_staging, private_file
-from conftest import ROOT, free_port, run_locust, run_module
+from harness import FIXTURES, ROOT, free_port, run_locust, swarmbench
 from make_runs import compose_env, make
 from runs import only_run, stats, total
+from staging_hosts import image, make_staging, private_file
 
-FIXTURES = ROOT / "tests" / "fixtures" / "staging"
+STAGING = FIXTURES / "staging"
 
 
 def secret() -> str:
@@ -46,7 +46,7 @@ def auth_server():
     port = free_port()
     creds = {"EXPECT_AUTHORIZATION": f"Bearer {secret()}", "EXPECT_TENANT": secret()}
     proc = subprocess.Popen(
-        [sys.executable, str(FIXTURES / "auth_server.py"), str(port)], env={**os.environ, **creds}
+        [sys.executable, str(STAGING / "auth_server.py"), str(port)], env={**os.environ, **creds}
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -75,7 +75,7 @@ def test_headers_from_file_and_env_reach_both_clients_and_stay_out_of_results(au
     results = tmp_path / "results"
     env = {"LOCUST_HEADERS_FILE": str(headers_file), "LOCUST_HEADERS": f"X-Tenant: {creds['EXPECT_TENANT']}"}
     res = run_locust(
-        "-f", "locustfiles/swarmbench_plugin.py," + str(FIXTURES / "headers_locustfile.py"),
+        "-f", "locustfiles/swarmbench_plugin.py," + str(STAGING / "headers_locustfile.py"),
         "--headless", "-H", url, "-u", "4", "-r", "4", "-t", "3s", "--results-dir", str(results), env=env,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
@@ -95,7 +95,7 @@ def test_without_the_headers_the_same_run_fails(auth_server, tmp_path):
     """The control: the server really refuses requests without the credentials."""
     url, _ = auth_server
     res = run_locust(
-        "-f", "locustfiles/swarmbench_plugin.py," + str(FIXTURES / "headers_locustfile.py"),
+        "-f", "locustfiles/swarmbench_plugin.py," + str(STAGING / "headers_locustfile.py"),
         "--headless", "-H", url, "-u", "2", "-r", "2", "-t", "2s", "--results-dir", str(tmp_path),
     )  # fmt: skip
     assert res.returncode == 5  # every request refused: a failed run (nothing was served)
@@ -119,10 +119,6 @@ def test_malformed_headers_file_fails_without_echoing_it(tmp_path):
 # --- `make staging`: fast, clear errors before anything starts -----------------------------------
 
 
-def swarmbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return run_module("swarmbench", *args, env=env, timeout=30)
-
-
 @pytest.mark.parametrize(
     ("host", "message"),
     [
@@ -139,7 +135,7 @@ def swarmbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 )
 def test_staging_without_a_valid_host_fails_fast(tmp_path, docker_shim, host, message):
     env = compose_env(tmp_path) if host is None else compose_env(tmp_path, LOCUST_HOST=host)
-    res = swarmbench("headless", "--staging", env={**env, "PATH": docker_shim.path})
+    res = swarmbench("headless", "--staging", env={**env, "PATH": docker_shim.path}, timeout=30)
     assert res.returncode == 2
     assert message in res.stderr
     assert "pa55" not in res.stderr
@@ -148,7 +144,7 @@ def test_staging_without_a_valid_host_fails_fast(tmp_path, docker_shim, host, me
 
 
 def test_make_staging_without_host_names_the_fix(tmp_path):
-    res = make("staging", compose_env(tmp_path), timeout=60)
+    res = make("staging", env=compose_env(tmp_path), timeout=60)
     assert res.returncode == 2  # make's code for a failed recipe
     assert "set LOCUST_HOST, e.g. LOCUST_HOST=https://staging.example.com make staging" in res.stderr
     assert "Container" not in res.stdout + res.stderr, "compose must not have started anything"
@@ -230,7 +226,7 @@ def test_make_staging_sends_secret_headers_from_a_mounted_file(staging_net, tmp_
             "-e",
             f"EXPECT_TENANT={creds['EXPECT_TENANT']}",
         ),
-        *("-e", "BIND=0.0.0.0", "-v", f"{FIXTURES}:/srv:ro", "--entrypoint", "python"),
+        *("-e", "BIND=0.0.0.0", "-v", f"{STAGING}:/srv:ro", "--entrypoint", "python"),
         image("master"),
         *("/srv/auth_server.py", "8080"),
     )
@@ -243,7 +239,7 @@ def test_make_staging_sends_secret_headers_from_a_mounted_file(staging_net, tmp_
         LOCUST_HOST=f"http://{server}:8080",
         SWARMBENCH_NETWORK=staging_net.name,
         SWARMBENCH_HEADERS_FILE=str(headers),
-        SWARMBENCH_MOUNT=str(FIXTURES),
+        SWARMBENCH_MOUNT=str(STAGING),
         LOCUST_LOCUSTFILE="/mnt/locust/headers_locustfile.py",
         LOCUST_CHECKS="fail_ratio<=0",
         LOCUST_RUN_TIME="4s",

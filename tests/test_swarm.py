@@ -12,13 +12,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, ROOT
+from harness import ROOT, missing, one_error_line, swarmbench
+from make_runs import METRICS_SCRIPT, SWARM_LOAD, make, stacks, swarm_state
 from runs import (
     assert_complete_folder,
     manifest,
@@ -31,39 +31,6 @@ from runs import (
 
 from swarmbench.runner import swarm
 from swarmbench.runner.compose import prepare_results
-
-METRICS_SCRIPT = (
-    "import urllib.request as u; print(u.urlopen('http://target:8080/metrics', timeout=5).read().decode())"
-)
-LOAD = {
-    "LOCUST_USERS": "8",
-    "LOCUST_SPAWN_RATE": "8",
-    "LOCUST_WAIT_TIME": "constant 0.05",
-    "LOCUST_USER_CLASSES": "AlbumsFastHttpUser",
-}
-"""A light, paced load: the counts, not the throughput, are what these tests check."""
-
-
-def swarmbench(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "swarmbench", *args], cwd=ROOT, env={**os.environ, **env},
-        capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
-
-
-def make(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=ROOT, env={**os.environ, **env},
-        capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.startswith("swarmbench: error: ")]
-    assert len(lines) == 1, stderr[-2000:]
-    assert "Traceback" not in stderr
-    return lines[0]
-
 
 # --- settings: refused with one line before Docker is asked anything ------------------------------
 
@@ -85,7 +52,8 @@ def one_error_line(stderr: str) -> str:
 def test_make_swarm_refuses_bad_settings_with_one_line(tmp_path, docker_shim, settings, message):
     results = tmp_path / "results"
     results.mkdir()
-    res = make("swarm", env={"SWARMBENCH_RESULTS": str(results), "PATH": docker_shim.path, **settings})
+    env = {**os.environ, "SWARMBENCH_RESULTS": str(results), "PATH": docker_shim.path, **settings}
+    res = make("swarm", env=env)
     assert res.returncode == 2  # make's own code for a failed recipe (the CLI's is 2 as well)
     assert message in one_error_line(res.stderr)
     assert docker_shim.calls() == [], "Docker was asked before the settings were checked"
@@ -93,7 +61,8 @@ def test_make_swarm_refuses_bad_settings_with_one_line(tmp_path, docker_shim, se
 
 
 def test_sweep_engine_must_be_known(tmp_path):
-    res = swarmbench("sweep", env={"SWARMBENCH_RESULTS": str(tmp_path), "ENGINE": "kubernetes"}, timeout=30)
+    env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path), "ENGINE": "kubernetes"}
+    res = swarmbench("sweep", env=env, timeout=30)
     assert res.returncode == 2
     assert "ENGINE='kubernetes' is not one of compose, swarm" in one_error_line(res.stderr)
     assert not list(tmp_path.iterdir())
@@ -136,20 +105,10 @@ def test_a_task_that_cannot_be_placed_is_reported_after_the_grace():
 # --- one-node swarm --------------------------------------------------------------------------------
 
 
-def swarm_state() -> str:
-    out = subprocess.run(
-        ["docker", "info", "--format", "{{.Swarm.LocalNodeState}}"], capture_output=True, text=True
-    )
-    return out.stdout.strip()
-
-
 def no_foreign_swarm() -> None:
     state = swarm_state()
     if state != "inactive":
-        why = f"this Docker engine is in a swarm ({state!r}) these tests did not create; not touching it"
-        if IN_CI:
-            pytest.fail(why)
-        pytest.skip(why)
+        missing(f"this Docker engine is in a swarm ({state!r}) these tests did not create; not touching it")
 
 
 @pytest.fixture(scope="module")
@@ -181,16 +140,11 @@ def results(tmp_path: Path) -> Path:
     return d
 
 
-def stacks() -> list[str]:
-    return subprocess.run(
-        ["docker", "stack", "ls", "--format", "{{.Name}}"], capture_output=True, text=True
-    ).stdout.split()
-
-
 @pytest.mark.docker
 def test_stack_file_two_replicas_complete_and_exact(one_node_swarm, stack, results):
     """compose/swarm.yml deployed by hand, as its header says: counts checked against the target itself."""
-    env = {**os.environ, "WORKERS": "2", "LOCUST_RUN_TIME": "10s", "SWARMBENCH_RESULTS": str(results), **LOAD}
+    env = {**os.environ, "WORKERS": "2", "LOCUST_RUN_TIME": "10s", "SWARMBENCH_RESULTS": str(results)}
+    env.update(SWARM_LOAD)
     prepare_results(env, results)
     env = swarm.swarm_env(env)
     swarm.build_images(env, staging=False)
@@ -249,9 +203,9 @@ def test_make_swarm_three_replicas_with_headers_secret_and_thresholds(
     headers.write_text("X-Swarm-Test: s3cr3t-value\n")
     headers.chmod(0o644)
     env = {
-        "SWARMBENCH_STACK": stack, "SWARMBENCH_RESULTS": str(results), "WORKERS": "3",
+        **os.environ, "SWARMBENCH_STACK": stack, "SWARMBENCH_RESULTS": str(results), "WORKERS": "3",
         "LOCUST_RUN_TIME": "10s", "SWARMBENCH_HEADERS_FILE": str(headers), "LOCUST_CHECKS": "fail_ratio<0.01",
-        **LOAD,
+        **SWARM_LOAD,
     }  # fmt: skip
     res = make("swarm", env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
@@ -278,11 +232,11 @@ def test_make_swarm_three_replicas_with_headers_secret_and_thresholds(
 @pytest.mark.docker
 def test_a_replica_that_cannot_start_is_one_line_and_the_stack_is_removed(one_node_swarm, stack, results):
     env = {
-        "SWARMBENCH_STACK": stack, "SWARMBENCH_RESULTS": str(results), "WORKERS": "2",
+        **os.environ, "SWARMBENCH_STACK": stack, "SWARMBENCH_RESULTS": str(results), "WORKERS": "2",
         "LOCUST_RUN_TIME": "30s", "SWARMBENCH_WORKER_CONSTRAINT": "node.labels.swarmbench-no-such-label==yes",
     }  # fmt: skip
     started = time.monotonic()
-    res = swarmbench("headless", "--swarm", env=env)
+    res = swarmbench("headless", "--swarm", env=env, timeout=240)
     assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
     line = one_error_line(res.stderr)
     assert "worker task cannot be placed on any node: no suitable node" in line, line
@@ -296,8 +250,8 @@ def test_a_replica_that_cannot_start_is_one_line_and_the_stack_is_removed(one_no
 @pytest.mark.docker
 def test_sweep_on_swarm_scales_the_replicas(one_node_swarm, stack, results):
     env = {
-        "ENGINE": "swarm", "SWARMBENCH_STACK": stack, "SWARMBENCH_RESULTS": str(results), "WORKERS": "2",
-        "CLASSES": "AlbumsFastHttpUser", "REPEATS": "1", "RUN_TIME": "6s", "USERS": "4",
+        **os.environ, "ENGINE": "swarm", "SWARMBENCH_STACK": stack, "SWARMBENCH_RESULTS": str(results),
+        "WORKERS": "2", "CLASSES": "AlbumsFastHttpUser", "REPEATS": "1", "RUN_TIME": "6s", "USERS": "4",
         "SWEEP_ID": "swarm-sweep",
     }  # fmt: skip
     res = swarmbench("sweep", "--no-report", env=env, timeout=400)

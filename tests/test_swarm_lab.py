@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI
+from harness import ROOT, missing
+from make_runs import SWARM_LOAD, make, stacks, swarm_state
 from runs import assert_complete_folder, only_run
-from test_swarm import LOAD, make, stacks, swarm_state
 
 from swarmbench.runner import swarmlab
 
@@ -48,30 +48,28 @@ def lab_possible(docker_compose) -> None:
     elif swarm_state() != "inactive" or lab_leftovers():
         why = f"this engine is in a swarm or the lab's names are taken ({lab_leftovers()}); not touching them"
     if why:
-        if IN_CI:
-            pytest.fail(why)
-        pytest.skip(why)
+        missing(why)
 
 
 def test_two_node_lab_runs_every_worker_on_the_second_node(lab_possible, tmp_path):
     results = tmp_path / "results"
     try:
-        up = make("swarm-lab", env={}, timeout=300)
+        up = make("swarm-lab", timeout=300)
         assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        again = make("swarm-lab", env={}, timeout=120)
+        again = make("swarm-lab", timeout=120)
         assert again.returncode == 0 and "swarm-lab: up" in again.stdout, again.stderr[-2000:]
         env = {
-            "SWARMBENCH_RESULTS": str(results), "WORKERS": "3", "LOCUST_RUN_TIME": "10s",
-            "SWARMBENCH_WORKER_CONSTRAINT": "node.role==worker", **LOAD,
+            **os.environ, "SWARMBENCH_RESULTS": str(results), "WORKERS": "3", "LOCUST_RUN_TIME": "10s",
+            "SWARMBENCH_WORKER_CONSTRAINT": "node.role==worker", **SWARM_LOAD,
         }  # fmt: skip
         res = make("swarm", env=env)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
         assert "swarmbench" not in stacks()
     finally:
-        down = make("swarm-lab-down", env={}, timeout=180)
+        down = make("swarm-lab-down", timeout=180)
     assert down.returncode == 0, down.stderr[-2000:]
     assert lab_leftovers() == [], "swarm-lab-down left parts of the lab behind"
-    assert make("swarm-lab-down", env={}).stdout.strip().endswith("swarm-lab: no lab to remove")
+    assert make("swarm-lab-down").stdout.strip().endswith("swarm-lab: no lab to remove")
     run_dir = only_run(results)
     m = assert_complete_folder(run_dir)
     assert (m["engine"], m["workers_connected"], m["exit_code"]) == ("swarm", 3, 0)
@@ -87,14 +85,14 @@ def test_two_node_lab_runs_every_worker_on_the_second_node(lab_possible, tmp_pat
 
 def test_swarm_lab_refuses_without_root(tmp_path):
     if os.geteuid() != 0:
-        res = make("swarm-lab", env={})
+        res = make("swarm-lab")
     else:  # as root, drop to an ordinary user for this one call
         if shutil.which("setpriv") is None:
             pytest.skip("setpriv is not installed")
         res = subprocess.run(
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
              sys.executable, "-m", "swarmbench", "swarm-lab", "up"],
-            capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent,
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
         )  # fmt: skip
     assert res.returncode == 2
     assert "swarm-lab needs root" in res.stderr and "Traceback" not in res.stderr

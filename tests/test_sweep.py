@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Target, interrupt_when, interruptible, run_locust
+from harness import Target, assert_one_line_error, interrupt_when, interruptible, run_locust, swarmbench
+from make_runs import make
 from runs import manifest, only_run
+from verdicts import judge
 
 from swarmbench.core import bottleneck as _verdict
 from swarmbench.core.exits import UsageError
@@ -22,10 +24,6 @@ from swarmbench.core.folder import ABORTED_DIR
 from swarmbench.core.loadspec import parse_wait_time
 from swarmbench.core.manifest import VerdictInputs
 from swarmbench.runner import points as sw
-
-
-def sweep_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "swarmbench", "sweep", *args]
 
 
 def settings(**kw: str) -> sw.SweepSettings:
@@ -53,11 +51,7 @@ def settings(**kw: str) -> sw.SweepSettings:
 )
 def test_bad_input_is_one_line_before_anything_starts(tmp_path, args, message):
     env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path)}
-    res = subprocess.run(sweep_cmd(*args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
-    assert res.returncode == 2
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("swarmbench: error: "), res.stderr
-    assert message in lines[0]
+    assert_one_line_error(swarmbench("sweep", *args, env=env, timeout=30), message, prog="swarmbench")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -113,31 +107,26 @@ def test_resume_with_other_settings_is_refused(tmp_path):
 # --- the verdict's rules -----------------------------------------------------------------------------
 
 
-def judge(inputs: dict) -> dict:
-    """The verdict of VerdictInputs given as their run.json form, in run.json's form."""
-    return _verdict.judge(VerdictInputs.from_json(inputs)).to_json()
-
-
 def test_verdict_rules_in_order():
-    base = {
-        "rps": 100.0,
-        "avg_response_ms": 2.0,
-        "worker_cpu_max_mean_percent": 20.0,
-        "target_cpu_util": 0.2,
-        "target_cpus": 1.0,
-        "users": 10,
-        "wait_time": "constant 1",
-        "offered_rate_cap": 10.0,
-        "think_time_s": 1.0,
-    }
-    assert judge({**base, "worker_cpu_max_mean_percent": 95.0})["verdict"] == "generator-bound"
-    assert judge({**base, "target_cpu_util": 0.97})["verdict"] == "target-bound"
-    starved = judge({**base, "host_cpu_mean_percent": 97.0, "host_cpus": 2.0})
+    base = VerdictInputs(
+        rps=100.0,
+        avg_response_ms=2.0,
+        worker_cpu_max_mean_percent=20.0,
+        target_cpu_util=0.2,
+        target_cpus=1.0,
+        users=10,
+        wait_time="constant 1",
+        offered_rate_cap=10.0,
+        think_time_s=1.0,
+    )
+    assert judge(replace(base, worker_cpu_max_mean_percent=95.0))["verdict"] == "generator-bound"
+    assert judge(replace(base, target_cpu_util=0.97))["verdict"] == "target-bound"
+    starved = judge(replace(base, host_cpu_mean_percent=97.0, host_cpus=2.0))
     assert starved["verdict"] == "generator-bound" and "machine's 2 CPUs were 97 % busy" in starved["reason"]
-    assert judge({**base, "rps": 9.5})["verdict"] == "load-bound"
-    slow = {**base, "rps": 5.0, "avg_response_ms": 1500.0}
+    assert judge(replace(base, rps=9.5))["verdict"] == "load-bound"
+    slow = replace(base, rps=5.0, avg_response_ms=1500.0)
     assert judge(slow)["verdict"] == "target-bound"
-    assert judge({**base, "rps": 5.0, "offered_rate_cap": 100.0})["verdict"] == "none"
+    assert judge(replace(base, rps=5.0, offered_rate_cap=100.0))["verdict"] == "none"
     assert parse_wait_time("between 0.5 1.5").offered_rate_cap(50) == pytest.approx(50.0)
     assert parse_wait_time("constant 0").offered_rate_cap(50) is None
 
@@ -201,7 +190,7 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
     ]  # fmt: skip
     env = {**os.environ, "SWARMBENCH_RESULTS": str(tmp_path), "SWARMBENCH_TARGET_BIN": str(albums_binary)}
     sweep_dir = tmp_path / "sig"
-    proc = interruptible(sweep_cmd(*args, "--no-report"), env)
+    proc = interruptible([sys.executable, "-m", "swarmbench", "sweep", *args, "--no-report"], env)
 
     def point_2_started() -> bool:  # point 1 done and point 2's run folder made
         if not (sweep_dir / "sweep.json").exists() or _state(sweep_dir)["counts"]["done"] < 1:
@@ -220,7 +209,7 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
     assert list((sweep_dir / ABORTED_DIR).glob(f"{interrupted['id']}-1"))
     kept = {p["id"]: (sweep_dir / p["id"] / "run.json").stat().st_mtime_ns for p in done}
 
-    res = subprocess.run(sweep_cmd(*args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    res = swarmbench("sweep", *args, env=env, timeout=240)
     assert res.returncode == 0, res.stderr[-3000:]
     state = _state(sweep_dir)
     assert state["state"] == "complete" and state["counts"]["done"] == 4
@@ -234,7 +223,7 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
     report = (sweep_dir / "report" / "report.html").read_text()
     assert "Bottleneck: load-bound" in report and "Fitted serial fraction" in report
 
-    again = subprocess.run(sweep_cmd(*args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    again = swarmbench("sweep", *args, env=env, timeout=60)
     assert again.returncode == 0 and "nothing to run" in again.stdout
     assert _state(sweep_dir)["counts"]["done"] == 4
 
@@ -250,8 +239,8 @@ def test_make_sweep_through_compose(docker_compose, tmp_path):
         "COMPOSE_PROJECT_NAME": f"sbh4-test-{os.getpid()}",
         "SWEEP_ID": "dock",
     }
-    make = ["make", "sweep", "WORKERS=1 2", "CLASSES=AlbumsFastHttpUser", "REPEATS=1", "RUN_TIME=8s"]
-    res = subprocess.run(make, cwd=ROOT, env=env, capture_output=True, text=True, timeout=420)
+    sweep = ("sweep", "WORKERS=1 2", "CLASSES=AlbumsFastHttpUser", "REPEATS=1", "RUN_TIME=8s")
+    res = make(*sweep, env=env, timeout=420)
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     sweep_dir = tmp_path / "dock"
     runs = sorted(p.parent.name for p in sweep_dir.glob("*/run.json"))
@@ -267,7 +256,7 @@ def test_make_sweep_through_compose(docker_compose, tmp_path):
         m = manifest(sweep_dir / run)
         assert m["mode"] == "distributed" and m["bottleneck"]["verdict"] in _verdict.VERDICTS
 
-    again = subprocess.run(make, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    again = make(*sweep, env=env, timeout=60)
     assert again.returncode == 0 and "nothing to run" in again.stdout
 
 
@@ -285,7 +274,7 @@ def test_failed_point_is_recorded_and_shown_missing(albums_binary, tmp_path):
         "--local", "--sweep-id", "f", "--workers", "1", "--classes", "AlbumsFastHttpUser", "--repeats", "1",
         "--run-time", "3s", "--users", "4", "--wait-time", "constant 0.2", "--stores", "rwmutex syncmap",
     ]  # fmt: skip
-    res = subprocess.run(sweep_cmd(*args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    res = swarmbench("sweep", *args, env=env, timeout=180)
     assert res.returncode == 1, res.stderr[-3000:]
     state = _state(results / "f")
     by_store = {p["store"]: p for p in state["points"]}

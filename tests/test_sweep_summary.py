@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_module
+from harness import ROOT, run_module
 
 from swarmbench.analysis.comparisons import WORDS, pct
 

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Target
+from harness import Target
 
 from swarmbench.core import target
 from swarmbench.core.loadspec import STORES

@@ -1,21 +1,24 @@
 """The bottleneck verdict never contradicts the numbers it was computed from.
 
-A seeded random generator builds thousands of run.json-like inputs (CPU figures, target figures,
-totals, measured pacing of one to three user classes, the --wait-time option, Locust's rate and
-latency), judges each, and checks every verdict against its own inputs. Plus the issue's staging
-case: a class with its own `wait_time = constant(0.02)` run with the default option.
+Hypothesis draws thousands of run.json-like inputs (CPU figures, target figures, totals, measured
+pacing of one to three user classes, the --wait-time option, Locust's rate and latency), judges each,
+and checks every verdict against its own inputs; a contradiction is shrunk to its smallest run. Plus
+the issue's staging case: a class with its own `wait_time = constant(0.02)` run with the default option.
 """
 
 from __future__ import annotations
 
-import random
 import re
 import subprocess
+from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import ROOT, free_port, locust_cmd, run_locust
+from harness import ROOT, free_port, locust_cmd, run_locust
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runs import manifest, only_run
+from verdicts import judge
 
 from swarmbench.core import bottleneck
 from swarmbench.core import bottleneck as V
@@ -23,6 +26,7 @@ from swarmbench.core.loadspec import DEFAULT_WAIT_TIME
 from swarmbench.core.manifest import RunManifest, VerdictInputs
 
 CASES = 5000
+"""Examples of the property: as many as the seeded loop it replaced drew."""
 SPECS = [
     None,
     DEFAULT_WAIT_TIME,
@@ -35,31 +39,54 @@ SPECS = [
 ]
 
 
-def _maybe(rng: random.Random, value: Any, p: float = 0.8) -> Any:
-    return value if rng.random() < p else None
+def maybe(values: st.SearchStrategy) -> st.SearchStrategy:
+    """VALUES, or the field absent from run.json (None)."""
+    return st.none() | values
 
 
-def _pacing(rng: random.Random) -> dict | None:
-    if rng.random() < 0.3:
-        return None
-    return {
-        f"User{i}": {
-            "users": rng.randint(0, 300),
-            "waits": rng.choice([0, rng.randint(1, 10), rng.randint(10, 500_000)]),
-            "mean_wait_s": rng.choice([0.0, round(rng.uniform(0, 0.1), 6), round(rng.uniform(0, 5), 6)]),
-            "wait_time_option_used": rng.random() < 0.5,
-            "open_loop": rng.random() < 0.15,
-        }
-        for i in range(rng.randint(1, 3))
-    }
+def rounded(low: float, high: float, places: int) -> st.SearchStrategy[float]:
+    return st.floats(low, high).map(lambda x: round(x, places))
 
 
-def _worker(rng: random.Random) -> dict:
+def log_uniform(low_exp: float, high_exp: float, places: int | None = None) -> st.SearchStrategy[float]:
+    """10 ** x, x from LOW_EXP to HIGH_EXP: rates and latencies over several orders of magnitude."""
+    return st.floats(low_exp, high_exp).map(lambda x: round(10**x, places) if places is not None else 10**x)
+
+
+# Strategies are built once, here: Hypothesis validates each new one, which (built per example
+# inside the composites) cost more than judging the run.
+PRESENT = st.booleans()
+"""Whether an optional section is in run.json (absent: None)."""
+SHARE = st.floats(0, 1)
+"""A fraction of a bound drawn inside an example (a strategy with that bound would be a new one)."""
+COUNTS = st.just(0) | st.integers(1, 100) | st.integers(100, 200_000)
+"""A request count: none, a handful, or a real run's thousands."""
+FAILED = st.sampled_from(["none", "all", "any", "half", "half and one"])
+DURATIONS = maybe(rounded(1, 120, 3))
+TARGET_CPUS = st.sampled_from([None, 1, 2, 4])
+TARGET_LIMITS = maybe(st.sampled_from([0.25, 0.5, 1.5, 2.0]))
+LAG_P99S = log_uniform(-1, 2.5, places=3)
+LAG_MEDIANS = maybe(log_uniform(-1, 3, places=1))
+HOST_CPUS = maybe(st.fixed_dictionaries({"mean_percent": rounded(0, 100, 1), "cpus": st.just(2)}))
+USERS = maybe(st.integers(1, 500))
+WAIT_TIMES = st.sampled_from(SPECS)
+RATES = maybe(log_uniform(-1, 4))
+"""Locust's requests/s or mean latency (ms), as the plugin passes them, or none."""
+NEAR_THE_CAP = st.floats(0.5, 1.5)
+"""The waits a run took over those its classes' pacing allows in its duration (see runs())."""
+
+
+MEAN_PERCENTS = rounded(0, 100, 1)
+WORKER_LIMITS = maybe(st.sampled_from([0.15, 0.5, 1.0, 2.0]))
+
+
+@st.composite
+def workers(draw: st.DrawFn) -> dict:
     """A worker's CPU: a share of a core, and (a newer harness) of its container's limit."""
-    mean = round(rng.uniform(0, 100), 1)
-    if rng.random() < 0.5:
+    mean = draw(MEAN_PERCENTS)
+    limit = draw(WORKER_LIMITS)
+    if limit is None:
         return {"mean_percent": mean}
-    limit = rng.choice([0.15, 0.5, 1.0, 2.0])
     return {
         "mean_percent": mean,
         "cpu_limit": {"cpus": limit},
@@ -67,45 +94,63 @@ def _worker(rng: random.Random) -> dict:
     }
 
 
-def random_run(rng: random.Random) -> tuple[dict, float | None, float | None]:
+WORKERS = st.lists(workers(), max_size=3)
+PACINGS = maybe(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "users": st.integers(0, 300),
+                "waits": st.just(0) | st.integers(1, 10) | st.integers(10, 500_000),
+                "mean_wait_s": st.just(0.0) | rounded(0, 0.1, 6) | rounded(0, 5, 6),
+                "wait_time_option_used": st.booleans(),
+                "open_loop": st.booleans(),
+            }
+        ),
+        min_size=1,
+        max_size=3,
+    ).map(lambda classes: {f"User{i}": c for i, c in enumerate(classes)})
+)
+"""run.json's `pacing`: one to three user classes, as measured where the users ran."""
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[dict, float | None, float | None]:
     """A run.json-like dict, Locust's rps and mean latency (either may be absent)."""
-    duration = _maybe(rng, round(rng.uniform(1, 120), 3))
-    requests = rng.choice([0, rng.randint(1, 100), rng.randint(100, 200_000)])
-    failures = rng.choice([0, 0, requests, rng.randint(0, requests), requests // 2, requests // 2 + 1])
-    cpus = rng.choice([None, 1, 2, 4])
+    duration = draw(DURATIONS)
+    pacing = draw(PACINGS)
+    if pacing and duration and draw(PRESENT):
+        # As many waits as the pacing allows in the duration, give or take: the measured rate near
+        # its cap, where the load-bound rule decides (drawn independently, 1 run in 700 was there).
+        share = draw(NEAR_THE_CAP)
+        for c in pacing.values():
+            if c["mean_wait_s"] > 0:
+                c["waits"] = min(500_000, max(1, round(c["users"] / c["mean_wait_s"] * duration * share)))
+    requests = draw(COUNTS)
+    failed = draw(FAILED)
+    if failed == "any":
+        failures = round(draw(SHARE) * requests)
+    else:
+        half = requests // 2
+        failures = {"none": 0, "all": requests, "half": half, "half and one": half + 1}[failed]
+    cpus = draw(TARGET_CPUS)
+    target = {
+        "cpus": cpus,
+        "cpu_seconds": draw(SHARE) * (duration or 10) * (cpus or 1) * 1.1,
+        "cpu_limit": draw(TARGET_LIMITS),
+    }
+    lag = {"worst_p99_ms": draw(LAG_P99S), "median_response_ms": draw(LAG_MEDIANS)}
     run = {
         "duration_s": duration,
-        "totals": _maybe(rng, {"requests": requests, "failures": failures}, 0.9),
-        "worker_cpu": {"per_worker": [_worker(rng) for _ in range(rng.randint(0, 3))]},
-        "target": _maybe(
-            rng,
-            {
-                "cpus": cpus,
-                "cpu_seconds": rng.uniform(0, (duration or 10) * (cpus or 1) * 1.1),
-                "cpu_limit": _maybe(rng, rng.choice([0.25, 0.5, 1.5, 2.0]), 0.5),
-            },
-        ),  # fmt: skip
-        "generator_lag": _maybe(
-            rng,
-            {
-                "worst_p99_ms": round(10 ** rng.uniform(-1, 2.5), 3),
-                "median_response_ms": _maybe(rng, round(10 ** rng.uniform(-1, 3), 1)),
-            },
-            0.5,
-        ),  # fmt: skip
-        "host_cpu": _maybe(rng, {"mean_percent": round(rng.uniform(0, 100), 1), "cpus": 2}, 0.5),
-        "users": _maybe(rng, rng.randint(1, 500)),
-        "wait_time": rng.choice(SPECS),
-        "pacing": _pacing(rng),
+        "totals": {"requests": requests, "failures": failures} if draw(PRESENT) else None,
+        "worker_cpu": {"per_worker": draw(WORKERS)},
+        "target": target if draw(PRESENT) else None,
+        "generator_lag": lag if draw(PRESENT) else None,
+        "host_cpu": draw(HOST_CPUS),
+        "users": draw(USERS),
+        "wait_time": draw(WAIT_TIMES),
+        "pacing": pacing,
     }
-    rps = _maybe(rng, 10 ** rng.uniform(-1, 4), 0.7)
-    avg = _maybe(rng, 10 ** rng.uniform(-1, 4), 0.7)
-    return run, rps, avg
-
-
-def judge(run: dict, rps: float | None = None, avg_ms: float | None = None) -> dict:
-    """The verdict of a run.json-like dict, in the JSON form run.json records it in."""
-    return V.judge_manifest(RunManifest.from_json(run), rps=rps, avg_ms=avg_ms).to_json()
+    return run, draw(RATES), draw(RATES)
 
 
 def paced_rate(inputs: dict) -> float | None:
@@ -132,7 +177,8 @@ def _printable(inputs: dict) -> set[str]:
         *(inputs.get(k) for k in ("offered_rate_cap", "requests", "failures")),
     )
     limits = [V.GENERATOR_CPU_LIMIT_PCT, V.TARGET_CPU_BUSY, V.HOST_CPU_BUSY_PCT, V.TARGET_FAILED_SHARE]
-    limits += [bottleneck.LAG_FLOOR_MS, bottleneck.LAG_SHARE_OF_P50, bottleneck.bound_ms(inputs.get("generator_lag_median_ms"))]
+    limits += [bottleneck.LAG_FLOOR_MS, bottleneck.LAG_SHARE_OF_P50]
+    limits.append(bottleneck.bound_ms(inputs.get("generator_lag_median_ms")))
     values = _leaves(inputs) + limits
     if rps and cap:
         values += [rps / cap, cap / rps]
@@ -216,14 +262,20 @@ def check(result: dict) -> None:
 
 def test_no_verdict_contradicts_its_inputs():
     assert V.CAP_TOLERANCE <= 0.1, "a cap that may be beaten by more than 10 % is no cap"
-    rng = random.Random(20261123)
-    seen: dict[str, int] = {}
-    for _ in range(CASES):
-        run, rps, avg = random_run(rng)
+    seen: Counter[str] = Counter()
+
+    # A @given function inside the test: the property holds for every example, and (below, once
+    # they have all run) the examples together reached every verdict.
+    @settings(max_examples=CASES, deadline=None)
+    @given(runs())
+    def each(case: tuple[dict, float | None, float | None]) -> None:
+        run, rps, avg = case
         result = judge(run, rps=rps, avg_ms=avg)
         check(result)
-        seen[result["verdict"]] = seen.get(result["verdict"], 0) + 1
-    # The generator reaches every verdict, so each rule above was exercised.
+        seen[result["verdict"]] += 1
+
+    each()
+    # The strategy reaches every verdict, so each rule above was exercised.
     assert set(seen) == set(V.VERDICTS), seen
 
 

@@ -130,7 +130,9 @@ from swarmbench.core.folder import (
 from swarmbench.core.folder import (
     TOTAL_REQUEST_COUNT as TOTAL_REQUEST_COUNT,
 )
-from swarmbench.core.folder import (  # Locust's columns and file names, re-exported: one import for every reader
+
+# Locust's columns and file names, re-exported: one import for every reader.
+from swarmbench.core.folder import (
     TYPE as TYPE,
 )
 from swarmbench.core.folder import (

@@ -154,7 +154,9 @@ def check_out(out: Path) -> None:
         if entries and not _is_report(entries):
             names = [p.name for p in entries]
             shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-            raise UsageError(f"{out}: is not empty and not a previous report ({shown}); choose a new or empty folder")
+            raise UsageError(
+                f"{out}: is not empty and not a previous report ({shown}); choose a new or empty folder"
+            )
 
 
 def _is_run_folder(folder: Path) -> bool:

@@ -106,7 +106,8 @@ COMPRESSED_COOKIE = 0x1C849314
 
 
 def _check_encodings(frame: pd.DataFrame, path: Path) -> None:
-    """Every row's histogram is whole: the compact encoding's (the deflate stream ends where the text does) or,
+    """Every row's histogram is whole: the compact encoding's (the deflate stream ends where the text
+    does) or,
     in older files, a compressed HdrHistogram encoding (base64, the cookie, and as many bytes as its
     header says); an Aggregated row's may be blank (derived). Cheap (a few ms for 10,000s of rows), so
     a corrupt or cut-off histogram is named at once, not only when a merge happens to decode it."""
@@ -291,9 +292,7 @@ def span_percentiles(
 ) -> dict[str, float]:
     """ENDPOINT's PERCENTILES ({column: p}) over windows FIRST..STOP-1, ms, from their histograms
     merged (NaN without samples). One window: the file's own values, nothing decoded."""
-    rows = windows[
-        (windows[WINDOW] >= first) & (windows[WINDOW] < stop) & (windows[C.ENDPOINT] == endpoint)
-    ]
+    rows = windows[(windows[WINDOW] >= first) & (windows[WINDOW] < stop) & (windows[C.ENDPOINT] == endpoint)]
     return _percentiles(rows, path, percentiles, windows)
 
 

@@ -199,7 +199,8 @@ def caption(run: Run) -> str:
         f"How late each load generator's event loop woke a timer due every {tick:g} ms, per "
         "stats-report interval (p99 solid, max dotted). A late loop reads responses late, and that "
         f"wait counts as response time. Dashed: the bound ({bound} ms = the larger of "
-        f"{bottleneck.LAG_FLOOR_MS:g} ms and {bottleneck.LAG_SHARE_OF_P50:.0%} of the median response time); a "
+        f"{bottleneck.LAG_FLOOR_MS:g} ms and {bottleneck.LAG_SHARE_OF_P50:.0%} of the median response "
+        "time); a "
         f"whole-run p99 above it marks the run '{bottleneck.INFLATED}'."
     )
 
@@ -214,6 +215,7 @@ def flagged_html(runs: Sequence[Run]) -> list[str]:
             items.append(f"<li><strong>{escape(run.run_id)}</strong>: {escape(why)}</li>")
     if not items:
         return []
-    return [f'<div class="warn"><strong>{escape(bottleneck.INFLATED.capitalize())}</strong><ul>{"".join(items)}</ul>'
+    title = escape(bottleneck.INFLATED.capitalize())
+    return [f'<div class="warn"><strong>{title}</strong><ul>{"".join(items)}</ul>'
             "Its latency figures measure the generator as much as the server: rerun with more workers "
             "or fewer users per worker.</div>"]  # fmt: skip

@@ -68,6 +68,7 @@ def warn(where: str | Path, problem: str) -> str:
 
 # --- numbers Locust could never have written ------------------------------------------------------
 
+
 def _first(bad: pd.Series) -> int | None:
     """Position of the first True in BAD, or None."""
     where = np.flatnonzero(bad.to_numpy(dtype=bool, na_value=False))

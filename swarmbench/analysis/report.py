@@ -46,6 +46,7 @@ from swarmbench.core.sweepstate import SweepState as Sweep
 
 # --- the report's charts, rendered once -----------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Chart:
     filename: str  # the PNG's name in the output folder
@@ -405,6 +406,7 @@ def summary_html(
 
 
 # --- the page -------------------------------------------------------------------------------------
+
 
 def _bottleneck_html(runs: Sequence[Run]) -> str:
     rows = []

@@ -33,6 +33,7 @@ from swarmbench.core.manifest import RunManifest
 
 # --- run.json, with warnings that name the file ---------------------------------------------------
 
+
 def read_manifest(path: Path) -> RunManifest:
     """Parse and type-check run.json; AnalysisError (naming the file) when it is malformed."""
     return RunManifest.read(path, warn=lambda problem: warn(path, problem))

@@ -420,6 +420,7 @@ def explain_serial_fraction(group, verdict: str) -> str | None:
 
 # --- groups of runs, their fits and what they mean ------------------------------------------------
 
+
 def partial_runs(runs: Sequence[Run]) -> list[Run]:
     """The runs a scaling fit leaves out by default: status degraded, interrupted or failed (a lost
     worker's users are never replaced, an interrupted run is short, a failed one served nothing).

@@ -34,6 +34,8 @@ from swarmbench.core.bottleneck import paces_itself
 from swarmbench.core.checks import AGGREGATED, EXACT, PERCENTILE_METRICS, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError, read_text
 from swarmbench.core.manifest import RunManifest
+from swarmbench.history.record import METRICS as STORED_METRICS
+from swarmbench.history.store import Store, open_store
 from swarmbench.latency.histogram import LatencyBook, exact_value
 
 # --- summary.csv, the settings and failures tables ------------------------------------------------
@@ -254,3 +256,36 @@ def _number(row: dict[str, str], column: str, run_dir: Path) -> float:
         raise InputError(
             run_dir / folder.STATS_CSV, f"{row.get(C.NAME)!r}: no number in {column!r}"
         ) from None
+
+
+# --- the run history as a frame ----------------------------------------------------------------------
+
+HISTORY_RUN_COLUMNS = ("run_id", "started_at", "git_commit", "branch", "host", "testbed", "fingerprint",
+                       "precision", "status")  # fmt: skip
+"""The run's identity columns of history_frame, before the per-name figures."""
+
+
+def history_frame(store: str | Path | Store, branch: str | None = None) -> pd.DataFrame:
+    """The run history (a store or its SQLite path / postgresql:// URL) for the notebook: one row per
+    run and request name (Aggregated too), oldest run first, with the run's identity and the stored
+    figures (requests, failures, rps, p50_ms ... max_ms). BRANCH: that branch's runs only."""
+    own = not isinstance(store, Store)
+    opened = open_store(store) if own else store
+    try:
+        rows = []
+        for config in opened.configurations():
+            if branch is not None and config.branch != branch:
+                continue
+            series = opened.series(config.fingerprint, config.host, config.testbed, config.branch,
+                                   complete_only=False)  # fmt: skip
+            for (type_, name), per in series.values.items():
+                for i, run in enumerate(series.runs):
+                    ident = {c: getattr(run, c) for c in HISTORY_RUN_COLUMNS}
+                    rows.append({**ident, C.METHOD: type_, C.ENDPOINT_NAME: name,
+                                 **{m: per[m][i] for m in STORED_METRICS}})  # fmt: skip
+    finally:
+        if own:
+            opened.close()
+    columns = [*HISTORY_RUN_COLUMNS, C.METHOD, C.ENDPOINT_NAME, *STORED_METRICS]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["started_at", C.METHOD, C.ENDPOINT_NAME], kind="stable").reset_index(drop=True)

@@ -109,6 +109,8 @@ def compare_command(args: argparse.Namespace) -> int:
     try:
         if args.calibrate:
             return calibrate(args.calibrate, args.seed)
+        if args.history is not None:
+            return gate(args, opts)
         return compare(args, opts, seen)
     except InputError as e:
         raise UsageError(str(e)) from None
@@ -153,6 +155,70 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     )
     write(out, outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def gate(args: argparse.Namespace, opts: dict) -> int:
+    """`swarmbench compare --history [STORE] RUN`: RUN (a run folder, or a folder of repeats)
+    against the history's comparable runs (compare/trend.py gate_outcome); the same table, verdicts,
+    files and exit codes as a comparison, the gate's method in its header. Too few comparable runs:
+    says how many there are and gives no verdict (exit 0, as a run without a baseline)."""
+    from swarmbench.compare import trend
+    from swarmbench.history.commands import opened, store_spec
+    from swarmbench.history.record import FolderError, read_run
+
+    run_path = args.baseline or args.candidate
+    if run_path is None or (args.baseline and args.candidate):
+        raise UsageError("--history takes one RUN (a run folder or a folder of repeats), the candidate")
+    out = out_dir(args.out, [run_path])
+    try:
+        runs = [read_run(folder) for folder in sides.run_folders(run_path)]
+    except FolderError as e:
+        raise UsageError(str(e)) from None
+    with opened(store_spec(args.history)) as store:
+        try:
+            outcome, found = trend.gate_outcome(
+                store, runs, branch=args.branch, metrics=opts["metrics"], wanted=opts["names"],
+                min_effect=opts["min_effect"], confidence=opts["confidence"],
+            )  # fmt: skip
+        except ValueError as e:
+            raise UsageError(f"{run_path}: {e}") from None
+        where = store.where
+    if outcome is None:
+        print(
+            f"{PROG}: history {where}: {found} comparable run(s) of {args.branch} before {run_path} "
+            f"(the gate needs {trend.GATE_MIN_RUNS}): no verdict; record main's runs with --record",
+            file=sys.stderr,
+        )
+        return exits.OK
+    text = report.table(outcome)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.txt").write_text(text + "\n")
+    (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
+    (out / "junit.xml").write_bytes(report.junit(outcome, args.fail_on_inconclusive))
+    print(f"-> {out}/ (compare.txt, compare.json, junit.xml)")
+    return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def trend_command(args: argparse.Namespace) -> int:
+    """`swarmbench trend`: the change points of every configuration of --branch in the history, as a
+    table (or --json), and with -o OUT the trend page (trend.html, trend.json) written there."""
+    from swarmbench.compare import trend
+    from swarmbench.history.commands import opened, store_spec
+
+    with opened(store_spec(args.history)) as store:
+        found = trend.trend_json(store, args.branch, args.last)
+        page = trend.trend_page(store, args.branch, args.last, found) if args.out else None
+    if args.json:
+        print(json.dumps({"change_points": found["change_points"]}, indent=2))
+    else:
+        print(trend.trend_table(found))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "trend.json").write_text(json.dumps(found, indent=2) + "\n")
+        (args.out / "trend.html").write_text(page or "", encoding="utf-8")
+        print(f"-> {args.out}/ (trend.html, trend.json)", file=sys.stderr if args.json else sys.stdout)
+    return exits.OK
 
 
 def pooled(a: stats.Side, b: stats.Side) -> dict[str, int]:
@@ -288,7 +354,12 @@ def floor_command(args: argparse.Namespace) -> int:
     except InputError as e:
         raise UsageError(str(e)) from None
     side_a, side_b, sa, sb = c["sides"]
-    opts = {"metrics": list(COMPARE_METRICS), "names": None, "min_effect": min_effect, "confidence": confidence}
+    opts = {
+        "metrics": list(COMPARE_METRICS),
+        "names": None,
+        "min_effect": min_effect,
+        "confidence": confidence,
+    }
     outcome = report.Outcome(
         [str(r.path) for r in side_a],
         [str(r.path) for r in side_b],

@@ -51,6 +51,7 @@ class Outcome:
     rounded: bool
     warnings: list[str] = field(default_factory=list)
     pooled: dict[str, int] = field(default_factory=dict)  # side -> calibration runs pooled with (0: none)
+    method: str = METHOD  # the gate against history has its own (compare/trend.py GATE_METHOD)
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -106,7 +107,8 @@ def header(outcome: Outcome) -> list[str]:
     out = [
         f"baseline:  {len(outcome.baseline)} run(s)  {', '.join(outcome.baseline)}",
         f"candidate: {len(outcome.candidate)} run(s)  {', '.join(outcome.candidate)}",
-        f"method: {METHOD}; {o['confidence']:.0%} CI, seed {o['seed']}, min effect {o['min_effect']:.0%}",
+        f"method: {outcome.method}; {o['confidence']:.0%} CI, seed {o['seed']}, "
+        f"min effect {o['min_effect']:.0%}",
         f"run-to-run noise ({outcome.noise_source}): "
         + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items()),
     ]
@@ -141,7 +143,7 @@ def _num(value: float) -> float | None:
 
 def to_json(outcome: Outcome) -> dict:
     return {
-        "method": METHOD,
+        "method": outcome.method,
         "options": outcome.options,
         "baseline": outcome.baseline,
         "candidate": outcome.candidate,

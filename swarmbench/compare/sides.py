@@ -228,6 +228,7 @@ def read_history(path: Path) -> dict[str, Series]:
 
 # --- the shared bucket grids ----------------------------------------------------------------------
 
+
 @dataclass
 class Names:
     """The request names compared (AGGREGATED last), and those found on one side only."""
@@ -294,6 +295,7 @@ def to_matrix(run: RunData, grid: Grid, codes_by_name: dict[str, np.ndarray]) ->
 
 
 # --- what differs between the sides ---------------------------------------------------------------
+
 
 def _arrival(m: RunManifest) -> str | None:
     return m.open_model.arrival_rate if m.open_model else None

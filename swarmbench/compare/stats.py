@@ -30,6 +30,7 @@ from swarmbench.latency.windows import WINDOW_S
 
 # --- Student's t and Fisher's F quantiles (standard library) --------------------------------------
 
+
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile (0.5 < P < 1) at real DF >= 1, stdlib only: scipy.special would cost the
     CLI 0.4 s of import. Hill (1970), CACM Algorithm 396: exact at 1 and 2 degrees of freedom, within
@@ -128,7 +129,6 @@ BOOTSTRAP = 2000
 """Replicates: a 95 % percentile interval rests on the 50 replicates beyond each end; 2000 keeps
 the Monte-Carlo error of its ends under ~0.5 % of their width (Efron & Tibshirani: 1000-2000 for
 intervals), and two 10-minute runs still bootstrap in well under a second."""
-
 
 
 def block_length(n_windows: int) -> int:

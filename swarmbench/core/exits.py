@@ -8,7 +8,8 @@ above them (3, 4, 5) so CI can tell "the system under test is too slow" from "th
 wrong". The docs list them in ONE table, docs/ci.md "Exit codes"; tests/test_docs.py fails when that
 table and the int constants here disagree, so a new code here needs its row there.
 
-When several apply, the first of these wins (`run_exit_code`, with the run statuses in core/manifest.py): interrupted (130/143) > failed (5) >
+When several apply, the first of these wins (`run_exit_code`, with the run statuses in
+core/manifest.py): interrupted (130/143) > failed (5) >
 degraded (4, unless --allow-degraded) > thresholds (3) > Locust's own (1 when requests failed).
 A stopped run says so first (CI should not report a verdict on a run someone cancelled); a run that
 served nothing says so before anything about its numbers; a run whose load generators or target

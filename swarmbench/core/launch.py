@@ -148,4 +148,3 @@ def main(argv: list[str] | None = None) -> None:
     if role == "master" and headless and wait_s.isdigit() and os.environ.get("LOCUST_HOST"):
         wait_for_host(os.environ["LOCUST_HOST"], int(wait_s))
     os.execvp("locust", ["locust", *launch.argv(), *rest])
-

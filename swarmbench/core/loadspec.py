@@ -329,7 +329,9 @@ def parse_arrival_rate(spec: str) -> ArrivalSchedule:
 STEP_SETTLE_S = 5
 """Seconds `knee` adds to a step load's run time, so the last step runs its whole length."""
 
-STEP_USAGE = "expected 'START STEP SECONDS MAX', e.g. '10 10 20 80' (users) or '100 100 20 800' (iterations/s)"
+STEP_USAGE = (
+    "expected 'START STEP SECONDS MAX', e.g. '10 10 20 80' (users) or '100 100 20 800' (iterations/s)"
+)
 
 
 @dataclass(frozen=True)
@@ -401,7 +403,9 @@ def parse_steps(spec: str, rates: bool) -> Steps:
     low, high = (0.0, MAX_RATE) if rates else (1, math.inf)
     if start <= 0 or start < low or step <= 0 or seconds <= 0 or top < start or top > high:
         limit = f" <= {MAX_RATE:g}" if rates else ""
-        raise ValueError(f"{spec!r}: need START > 0, STEP > 0, SECONDS > 0 and START <= MAX{limit}; {STEP_USAGE}")
+        raise ValueError(
+            f"{spec!r}: need START > 0, STEP > 0, SECONDS > 0 and START <= MAX{limit}; {STEP_USAGE}"
+        )
     return Steps(start, step, seconds, top)
 
 

@@ -18,7 +18,8 @@ hand-made folders); a key this version does not know is kept in `extra` and writ
 There is no second list of keys to keep equal by hand: the dataclass is the one list. Standard
 library only (the plugin, the runner and the analysis all read and write through it).
 
-run.json's sections: one small typed record per object, defined once (the typed records above read and write them).
+run.json's sections: one small typed record per object, defined once (the typed records above
+read and write them).
 
 Each class is the object under one run.json key (`RunManifest` in manifest.py lists the keys). The
 plugin fills them, the runner and the analysis read them; no module outside core spells one of
@@ -43,6 +44,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import platform
 import subprocess
 import types
 import typing
@@ -460,7 +463,7 @@ class ExactLatency(Record):
     percentiles are exact to 3 significant digits, not Locust's 2-digit buckets."""
 
     window_s: int | None = None  # seconds per window of locust_latency_windows.csv, from the test start
-    format_version: int | None = None  # of the encoded histograms (swarmbench/latency/histogram.py FORMAT_VERSION)
+    format_version: int | None = None  # of the encoded histograms (latency/histogram.py FORMAT_VERSION)
     significant_figures: int | None = None
     files: list[str] = field(default_factory=list)  # the latency files this folder holds
     exact: bool | None = (
@@ -661,6 +664,8 @@ class RunManifest(Record):
     worker_cpu: GeneratorCpu | None = None
     target: TargetCounters | None = None  # the bundled target's counters; None for any other host
     git_commit: str | None = None
+    git_branch: str | None = None  # the branch the commit was on (a detached checkout: CI's)
+    testbed: str | None = None  # the machine: `CPU model xN`, or a name (--testbed/LOCUST_TESTBED)
     exit_code: int | None = None
     totals: Totals | None = None
     sweep: SweepMembership | None = None
@@ -680,7 +685,8 @@ class RunManifest(Record):
     events: list[Event] | None = None
     workers_timeline: list[WorkersPoint] | None = None
     latency: ExactLatency | None = None  # exact (HDR) latency files; absent before they existed
-    # each load generator's event-loop lag over time and the verdict on it (core/bottleneck.py, plugin/generator.py)
+    # each load generator's event-loop lag over time and the verdict on it (core/bottleneck.py,
+    # plugin/generator.py)
     generator_lag: GeneratorLag | None = None
     locustfile_sha256: str | None = None  # core/manifest.py: the load's code, for comparisons
 
@@ -777,6 +783,41 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
 
 # --- the commit a run was made from ---------------------------------------------------------------
 
+BRANCH_ENV = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "BRANCH_NAME")
+"""Where CI names the branch of a detached checkout (GitHub Actions: a pull request's source branch
+first, then the pushed ref; GitLab; Jenkins), read when git itself says HEAD."""
+
+
+def git_branch(cwd: str | Path | None = None, env: dict[str, str] | None = None) -> str | None:
+    """The branch checked out in CWD (`git rev-parse --abbrev-ref HEAD`), else the one CI names
+    (BRANCH_ENV); None when neither says."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5
+        )
+        name = out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    if name and name != "HEAD":
+        return name
+    values = os.environ if env is None else env
+    return next((values[k] for k in BRANCH_ENV if values.get(k)), None)
+
+
+def this_testbed() -> str:
+    """This machine as a testbed: `CPU model xN` (N: the CPUs the OS reports)."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                model = line.split(":", 1)[1]
+                break
+    except OSError:
+        pass
+    model = " ".join((model or platform.processor() or platform.machine() or "unknown cpu").split())
+    return f"{model} x{os.cpu_count() or 1}"
+
+
 def git_commit(cwd: str | Path | None = None) -> str | None:
     """`git rev-parse HEAD` in CWD (default: the current directory); None outside a checkout."""
     try:
@@ -789,6 +830,7 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
 
 
 # --- the locustfile's content hash ----------------------------------------------------------------
+
 
 def locustfile_sha256(spec: str | None) -> str | None:
     """SHA-256 over the contents of the locustfile(s) Locust's --locustfile names (a comma-separated

@@ -36,6 +36,7 @@ from swarmbench.core.manifest import GeneratorIterations, OpenModel
 
 # --- a generator's share as numbered slots --------------------------------------------------------
 
+
 @dataclass
 class Slots:
     """A generator's numbered slots of SCHEDULE; times are in the caller's clock (seconds)."""
@@ -125,6 +126,7 @@ class Slots:
 
 
 # --- what the generators counted ------------------------------------------------------------------
+
 
 @dataclass
 class ArrivalCounts:

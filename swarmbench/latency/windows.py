@@ -7,7 +7,8 @@ window. Windows are counted from the test start (the master's: every generator u
 
 The master keeps the pieces encoded (a few hundred bytes each; a live histogram is ~200 KB) and
 decodes them when it writes: locust_latency_windows.csv, one row per window and (type, name, kind),
-each with its encoded histogram (latency/histogram.py's compact encoding: half the bytes of HdrHistogram's V2), so a later reader
+each with its encoded histogram (latency/histogram.py's compact encoding: half the bytes of
+HdrHistogram's V2), so a later reader
 can merge any span of windows exactly (and bootstrap over them); plus an Aggregated row per window and
 kind with its percentiles but no histogram (blank): it is the sum of the window's other rows of that
 kind, so a reader merges those (files written before this kept one there, in V2: still read).

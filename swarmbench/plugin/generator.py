@@ -175,7 +175,9 @@ def cpuset_cores(root: Path, cgroups: dict[str, str]) -> int | None:
     return None
 
 
-def cpu_limit(root: Path = ROOT, self_cgroup: str | None = None, host_cores: int | None = None) -> CgroupLimit:
+def cpu_limit(
+    root: Path = ROOT, self_cgroup: str | None = None, host_cores: int | None = None
+) -> CgroupLimit:
     """The CPUs this process may use: its cgroup's quota or cpuset, whichever is smaller, else
     HOST_CORES (default: the machine's). SELF_CGROUP: /proc/self/cgroup's text (read when None)."""
     if self_cgroup is None:

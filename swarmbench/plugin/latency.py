@@ -195,7 +195,8 @@ REPORT_KEY = "swarmbench_latency"
 "timeline": {...}} (deltas)."""
 
 Intended = Callable[[float | None, float], tuple[float, int] | None]
-"""The open model's (openmodel.py Pool): a request's (ms since its intended start, schedule second), or None."""
+"""The open model's (openmodel.py Pool): a request's (ms since its intended start, schedule second),
+or None."""
 
 
 class Latency:

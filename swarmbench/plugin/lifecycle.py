@@ -59,14 +59,17 @@ from swarmbench.core.manifest import (
     RunManifest,
     SweepMembership,
     Totals,
+    git_branch,
     git_commit,
     locustfile_sha256,
     run_exit_code,
+    this_testbed,
 )
 from swarmbench.plugin import ending, generator
 from swarmbench.plugin.options import die
 
 # --- Locust's CSV files, final --------------------------------------------------------------------
+
 
 class CsvFiles:
     """Locust's four CSV files for one run, kept live during the test and finalized at the end."""
@@ -439,6 +442,8 @@ def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
         share = bottleneck.target_cpu_util(m.target, m.duration_s)
         m.target.cpu_share_of_limit = None if share is None else round(share, 3)
     m.git_commit = opts.git_commit or git_commit()
+    m.git_branch = opts.git_branch or git_branch()
+    m.testbed = opts.testbed or this_testbed()
     m.exit_code = exit_code
     m.started_from = run.started_from
     m.events, m.workers_timeline = run.health.events, run.health.timeline

@@ -23,7 +23,8 @@ LOCUST_HEADERS is deliberately NOT a Locust option: an option can be set as a fl
 into its web UI. Values are never logged, never in error messages, never in run.json: only the
 header NAMES are recorded ("request_headers"). A value that cannot be sent (a curly quote, a
 control character: core/headers.py) stops the run with its source, line and name; and should a
-server or locustfile echo a value anyway, core/headers.py's redaction removes it from the logs and the run folder.
+server or locustfile echo a value anyway, core/headers.py's redaction removes it from the logs and
+the run folder.
 
 Every HttpUser and FastHttpUser class of the run sends them with every request (a header a task
 passes explicitly still wins for that request)."""
@@ -46,6 +47,7 @@ from swarmbench.core.headers import HeaderSyntaxError, load_headers
 from swarmbench.core.loadspec import DEFAULT_MIX, DEFAULT_WAIT_TIME, MIXES, SWEEP_MODES
 
 # --- stopping on bad configuration ----------------------------------------------------------------
+
 
 def die(message: str) -> NoReturn:
     """`swarmbench: error: MESSAGE`, exit code 2, no traceback.
@@ -116,6 +118,22 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
         env_var="LOCUST_GIT_COMMIT",
         default="",
         help="Commit recorded in run.json (default: asked from git when run inside a checkout).",
+    )
+    _add(
+        g,
+        "--git-branch",
+        env_var="LOCUST_GIT_BRANCH",
+        default="",
+        help="Branch recorded in run.json, what the run history compares within (default: git's, "
+        "else the CI's branch variable).",
+    )
+    _add(
+        g,
+        "--testbed",
+        env_var="LOCUST_TESTBED",
+        default="",
+        help="The machine's name in run.json: runs are compared with history only on the same "
+        "testbed (default: this machine's CPU model and count, e.g. 'AMD EPYC 7B13 x2').",
     )
     _add(
         g,

@@ -116,6 +116,7 @@ def end_ui_run(run: Run, plugin: Any, reason: str | None = None) -> None:
 
 # --- the plugin's object and its listeners --------------------------------------------------------
 
+
 class Swarmbench:
     """Everything the plugin knows in this process: no module-level state anywhere else."""
 
@@ -125,7 +126,7 @@ class Swarmbench:
         self.outcomes: list[checks.Outcome] = []
         self.headers: dict[str, str] = {}
         self.worker_clock: generator.CpuClock | None = None
-        self.cpu_limit: CpuLimit | None = None  # this process's own CPU limit (generator.own_limit), read once
+        self.cpu_limit: CpuLimit | None = None  # this process's own CPU limit (own_limit), read once
         self.lag_probe = generator.Probe()  # a load generator's event-loop lag (generator.py)
         self.pacing = pacing.Pacing()  # the waits users took (plugin/pacing.py)
         self.env: Environment | None = None

@@ -57,7 +57,7 @@ from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
 from swarmbench.runner.compose import run_folders
 from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner, SweepSettings
-from swarmbench.runner.settings import ROOT, SWARMBENCH, Headless, display, results_dir
+from swarmbench.runner.settings import ROOT, SWARMBENCH, Headless, display, record_runs, results_dir
 from swarmbench.runner.sweep import Progress
 
 # --- --baseline: one run against a saved baseline ----------------------------------------------------
@@ -65,13 +65,22 @@ from swarmbench.runner.sweep import Progress
 SUFFIX = "-vs-baseline"
 """The comparison folder's name: the run's folder name plus this, beside it."""
 
+HISTORY = "history"
+"""BASELINE=history: the run is gated against the run history (`swarmbench compare --history RUN`:
+the comparable runs of main before it), not against a folder."""
 
-def baseline_path(cli_value: str | None, env: Mapping[str, str]) -> Path | None:
+HISTORY_SUFFIX = "-vs-history"
+"""The gate's folder name beside the run, as SUFFIX for a folder baseline."""
+
+
+def baseline_path(cli_value: str | None, env: Mapping[str, str]) -> Path | str | None:
     """--baseline, else BASELINE; checked now (UsageError, one line), before anything runs: a
-    folder that is a run folder (run.json) or holds run folders."""
+    folder that is a run folder (run.json) or holds run folders, or HISTORY."""
     value = cli_value or env.get("BASELINE", "").strip()
     if not value:
         return None
+    if value == HISTORY:
+        return HISTORY
     path = Path(value)
     if not path.is_dir():
         raise UsageError(f"BASELINE={value!r} is not a folder")
@@ -82,11 +91,11 @@ def baseline_path(cli_value: str | None, env: Mapping[str, str]) -> Path | None:
     return path.resolve()
 
 
-def out_dir(run_dir: Path) -> Path:
-    return run_dir.parent / f"{run_dir.name}{SUFFIX}"
+def out_dir(run_dir: Path, baseline: Path | str | None = None) -> Path:
+    return run_dir.parent / f"{run_dir.name}{HISTORY_SUFFIX if baseline == HISTORY else SUFFIX}"
 
 
-def compare_with_baseline(run_dir: Path, baseline: Path, run_code: int = exits.OK) -> int:
+def compare_with_baseline(run_dir: Path, baseline: Path | str, run_code: int = exits.OK) -> int:
     """Compare the finished RUN_DIR with BASELINE into out_dir(RUN_DIR); the build's exit code: the
     run's own when it is not 0 (a failed or broken run is reported as such; its numbers are not a
     measurement to judge), else the comparison's (3 regressed, 0, 2 bad input)."""
@@ -95,10 +104,14 @@ def compare_with_baseline(run_dir: Path, baseline: Path, run_code: int = exits.O
             f"swarmbench: the run exited {run_code}: not compared with {display(baseline)}", file=sys.stderr
         )
         return run_code
-    out = out_dir(run_dir)
-    cmd = [*SWARMBENCH, "compare", str(baseline), str(run_dir), "-o", str(out)]
+    out = out_dir(run_dir, baseline)
+    if baseline == HISTORY:  # the store: SWARMBENCH_HISTORY, else results/history.sqlite
+        cmd = [*SWARMBENCH, "compare", str(run_dir), "--history", "-o", str(out)]
+    else:
+        cmd = [*SWARMBENCH, "compare", str(baseline), str(run_dir), "-o", str(out)]
+    what = "the run history" if baseline == HISTORY else display(Path(baseline))
     print(
-        f"swarmbench: compare {display(baseline)} {display(run_dir)} -> {display(out)}/",
+        f"swarmbench: compare {display(run_dir)} with {what} -> {display(out)}/",
         file=sys.stderr,
         flush=True,
     )
@@ -106,20 +119,29 @@ def compare_with_baseline(run_dir: Path, baseline: Path, run_code: int = exits.O
     return run_code or code
 
 
-def run_with_baseline(run: Callable[[Headless], int], chosen: Headless, baseline: Path | None) -> int:
-    """RUN (compose or swarm) the headless run, then compare the folder it made with BASELINE."""
-    if baseline is None:
+def run_with_baseline(
+    run: Callable[[Headless], int],
+    chosen: Headless,
+    baseline: Path | str | None,
+    record: str | None = None,
+) -> int:
+    """RUN (compose or swarm) the headless run, then compare the folder it made with BASELINE, then
+    (RECORD: a history store) add it to the history: after the gate, so a run is never its own
+    baseline."""
+    if baseline is None and record is None:
         return run(chosen)
     results = results_dir(chosen.environ)
     before = run_folders(results)
     code = run(chosen)
     made = sorted(run_folders(results) - before)
     if not made:
-        print(
-            f"swarmbench: no run folder was written: not compared with {display(baseline)}", file=sys.stderr
-        )
+        print("swarmbench: no run folder was written: nothing compared or recorded", file=sys.stderr)
         return code or exits.RUN_FAILED
-    return compare_with_baseline(made[-1].parent, baseline, code)
+    if baseline is not None:
+        code = compare_with_baseline(made[-1].parent, baseline, code)
+    if record is not None:
+        record_runs([m.parent for m in made], record)
+    return code
 
 
 # --- make ab: A and B interleaved -----------------------------------------------------------------
@@ -338,9 +360,10 @@ def side_env(s: AbSettings, env: Mapping[str, str], side: str) -> dict[str, str]
     return out
 
 
-def run_ab(environ: Mapping[str, str], check: CompareArgsCheck) -> int:
+def run_ab(environ: Mapping[str, str], check: CompareArgsCheck, record: str | None = None) -> int:
     """`swarmbench ab`: the runs, then the comparison; the exit code (module docstring). CHECK:
-    the comparison's check of COMPARE_ARGS (the command line's)."""
+    the comparison's check of COMPARE_ARGS (the command line's); RECORD: a history store each
+    finished run is added to."""
     s = ab_settings(environ, check)
     env = dict(environ)
     root = results_dir(env) / s.ab_id
@@ -349,7 +372,7 @@ def run_ab(environ: Mapping[str, str], check: CompareArgsCheck) -> int:
         runner = point_runner(s, root, env)
         runner.setup()
         try:
-            interrupted = run_all(s, runner, root, env, points)
+            interrupted = run_all(s, runner, root, env, points, record)
         finally:
             runner.cleanup()
         if interrupted:
@@ -368,7 +391,12 @@ def run_ab(environ: Mapping[str, str], check: CompareArgsCheck) -> int:
 
 
 def run_all(
-    s: AbSettings, runner: PointRunner, root: Path, env: dict[str, str], points: list[SweepPoint]
+    s: AbSettings,
+    runner: PointRunner,
+    root: Path,
+    env: dict[str, str],
+    points: list[SweepPoint],
+    record: str | None = None,
 ) -> bool:
     """Every run not done yet, in schedule() order (the sweep's run_point: its log, timeout, Ctrl-C
     and folder rules: a folder left by an earlier attempt is moved aside first), ab.json rewritten
@@ -395,6 +423,8 @@ def run_all(
                 break
             if p.status != "done":
                 print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+            elif record is not None:
+                record_runs([root / side / p.id], record)
             save_points(root, s, env, points, "running")
     except KeyboardInterrupt:  # between two runs: nothing is running
         interrupted = True

@@ -15,7 +15,7 @@ from pathlib import Path
 from swarmbench.core import exits
 from swarmbench.core.exits import UsageError
 from swarmbench.core.folder import MANIFEST
-from swarmbench.core.manifest import git_commit
+from swarmbench.core.manifest import git_branch, git_commit
 from swarmbench.runner.settings import ROOT, Headless, display, results_dir
 
 COMPOSE_FILES = ("docker-compose.yml", "compose/headless.yml")
@@ -170,6 +170,7 @@ def stack_env(settings: Headless, environ: dict[str, str] | None = None) -> tupl
     if settings.headers_file:
         check_headers_readable(settings.headers_file, env)
     env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
+    env.setdefault("LOCUST_GIT_BRANCH", git_branch(ROOT) or "")
     return env, results
 
 

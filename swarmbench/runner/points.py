@@ -49,12 +49,13 @@ from swarmbench.core.loadspec import (
     parse_arrival_rate,
     parse_wait_time,
 )
-from swarmbench.core.manifest import RUN_END, RunManifest, git_commit
+from swarmbench.core.manifest import RUN_END, RunManifest, git_branch, git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
 from swarmbench.runner.settings import ROOT, SWARMBENCH
 
 # --- loopback helpers for local processes ---------------------------------------------------------
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -534,6 +535,7 @@ class LocalRunner(PointRunner):
         )
         loc_env = {k: v for k, v in env.items() if k != "LOCUST_LOCUSTFILE"}
         loc_env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
+        loc_env.setdefault("LOCUST_GIT_BRANCH", git_branch(ROOT) or "")
         locust = [sys.executable, "-m", "locust"]
         self._master = _spawn([*locust, *master.argv()], loc_env, log)
         self.procs.append(self._master)

@@ -11,6 +11,7 @@ typo should cost a second, not a minute, and produce one line naming the setting
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,22 @@ RESULTS = ROOT / "results"
 SWARMBENCH = (sys.executable, "-m", "swarmbench")
 """`swarmbench` in a process of its own, with this interpreter: how the runner (standard library
 only) runs a comparison or a report, and how a sweep point runs `swarmbench headless`."""
+
+
+def record_runs(folders: list[Path], store: str) -> bool:
+    """Add FOLDERS (finished runs) to the history STORE (`swarmbench history add`, in a process of
+    its own); False, with a warning line, when they could not be (the runs and the exit code stand:
+    the store was opened before the runs, so this is rare, and says why)."""
+    if not folders:
+        return True
+    cmd = [*SWARMBENCH, "history", "add", *map(str, folders), "--history", store]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    sys.stderr.write(res.stdout)
+    if res.returncode != 0:
+        why = (res.stderr.strip().splitlines() or ["failed"])[-1]
+        print(f"swarmbench: warning: not recorded in the history: {why}", file=sys.stderr)
+        return False
+    return True
 
 
 def results_dir(env: Mapping[str, str]) -> Path:

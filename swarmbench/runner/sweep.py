@@ -51,7 +51,7 @@ from swarmbench.runner.points import (
     point_verdict,
     save_state,
 )
-from swarmbench.runner.settings import ROOT, SWARMBENCH, results_dir
+from swarmbench.runner.settings import ROOT, SWARMBENCH, record_runs, results_dir
 
 # --- the progress line ----------------------------------------------------------------------------
 
@@ -160,7 +160,11 @@ def describe_schedule(spec: str) -> str:
 
 
 def run_sweep(
-    s: SweepSettings, environ: Mapping[str, str], report: bool = True, dry_run: bool = False
+    s: SweepSettings,
+    environ: Mapping[str, str],
+    report: bool = True,
+    dry_run: bool = False,
+    record: str | None = None,
 ) -> int:
     """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted.
 
@@ -203,6 +207,8 @@ def run_sweep(
             if run_point(runner, s, sweep_dir, p, logs, progress, i, len(todo) - i):
                 interrupted = True
                 break
+            if record is not None and p.status == "done":
+                record_runs([sweep_dir / p.id], record)  # RECORD: the history store, as each point ends
             save_state(sweep_dir, s, points, "running", engine)
     except KeyboardInterrupt:  # between two points: nothing is running
         interrupted = True

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import ROOT
+from harness import ROOT
 from make_runs import make
 
 CONTAINER_UID = 1000  # the image's user, which containers run as when the tests run as root
@@ -108,7 +108,7 @@ def make_staging(env: dict[str, str]) -> tuple[subprocess.CompletedProcess, set[
     watcher = threading.Thread(target=watch_services, args=(env["COMPOSE_PROJECT_NAME"], seen, stop))
     watcher.start()
     try:
-        return make("staging", env), seen
+        return make("staging", env=env), seen
     finally:
         stop.set()
         watcher.join()

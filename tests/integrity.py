@@ -1,5 +1,6 @@
-"""Helpers of the run-integrity tests (test_run_integrity*.py): Locust processes writing a log,
-waiting for what they print, the exact-count check, the web UI's HTTP API."""
+"""Helpers of the run-integrity tests (test_run_integrity*.py, test_run_endings.py): Locust processes
+writing a log, a local master with its workers, waiting for what they print, the exact-count check,
+the web UI's HTTP API."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import ROOT, locust_cmd
-from runs import manifest, stats, total
+from harness import ROOT, Target, free_port, locust_cmd
+from runs import manifest, reap, stats, total
 
 FAST = ["--wait-time", "constant 0.05", "-u", "6", "-r", "6", "AlbumsFastHttpUser"]
 SPAWNED = "All users spawned"
@@ -66,3 +69,20 @@ def ui_rounds(base: str, workers: int, served, rounds: int = 2, reset: bool = Fa
         assert post(base + "/stop")["success"] is True
         counts.append(served())
     return counts
+
+
+@contextmanager
+def distributed(target: Target, results: Path, tmp: Path, workers: int, *extra: str) -> Iterator[dict]:
+    """A headless master + WORKERS local workers; yields their processes; never leaves any behind."""
+    port = str(free_port())
+    master = spawn(
+        ["--master", "--master-bind-port", port, "--expect-workers", str(workers), "--headless",
+         "-H", target.url, "--results-dir", str(results), *FAST, *extra], tmp / "master.log",
+    )  # fmt: skip
+    procs = {"master": master}
+    for i in range(workers):
+        procs[f"w{i}"] = spawn(["--worker", "--master-port", port], tmp / f"w{i}.log")
+    try:
+        yield procs
+    finally:
+        reap(procs.values())

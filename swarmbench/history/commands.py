@@ -1,0 +1,97 @@
+"""`swarmbench history add|list|import|export`: runs into the history store and out of it again
+(their options are parsed in swarmbench/cli.py). Standard library only: a runner records its runs
+with these, and a CI job without numpy can keep main's history.
+
+Every command opens the store named by `--history` (else SWARMBENCH_HISTORY, else
+results/history.sqlite): a refused store or run folder is one line (`swarmbench: error: ...`),
+exit 2, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from swarmbench.core.exits import UsageError
+from swarmbench.history.store import DEFAULT_PATH, HistoryError, Store, export_otava, import_tree, open_store
+
+STORE_ENV = "SWARMBENCH_HISTORY"
+"""Where the store is when --history is not given: a file path or a postgresql:// URL."""
+
+RECORD_ENV = "SWARMBENCH_RECORD"
+"""`headless`, `sweep` and `ab` add their runs to the store as they finish when this is 1 (or with
+--record)."""
+
+
+def store_spec(given: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """--history, else SWARMBENCH_HISTORY, else results/history.sqlite."""
+    return given or env.get(STORE_ENV, "").strip() or str(DEFAULT_PATH)
+
+
+def opened(spec: str) -> Store:
+    """The store at SPEC; UsageError naming it when it is refused (the command line's one line)."""
+    try:
+        return open_store(spec)
+    except HistoryError as e:
+        raise UsageError(str(e)) from None
+
+
+def check_store(spec: str) -> None:
+    """Open SPEC now and close it: a --record that could not write must fail before the runs."""
+    opened(spec).close()
+
+
+def run(args: argparse.Namespace) -> int:
+    """`swarmbench history ACTION` (ARGS from swarmbench/cli.py)."""
+    try:
+        with opened(store_spec(args.history)) as store:
+            return ACTIONS[args.action](store, args)
+    except HistoryError as e:
+        raise UsageError(str(e)) from None
+
+
+def add(store: Store, args: argparse.Namespace) -> int:
+    """Add run folders (all or none: one transaction); each is said added or already stored."""
+    added = store.add_many(args.runs, branch=args.branch, testbed=args.testbed)
+    for folder, new in zip(args.runs, added, strict=True):
+        print(f"{'added' if new else 'already stored'}: {folder} -> {store.where}")
+    return 0
+
+
+def list_runs(store: Store, args: argparse.Namespace) -> int:
+    """The stored runs, oldest first: a table, or JSON lines with --json."""
+    runs = store.runs()
+    if args.json:
+        for r in runs:
+            keys = ("run_id", "started_at", "git_commit", "branch", "host", "testbed", "fingerprint")
+            more = {"precision": r.precision, "status": r.status}
+            print(json.dumps({k: getattr(r, k) for k in keys} | more))
+        return 0
+    print(f"{len(runs)} run(s) in {store.where}")
+    for r in runs:
+        commit = (r.git_commit or "-")[:10]
+        print(f"{r.started_at}  {r.run_id}  {r.branch or '-'}  {commit}  {r.precision}  {r.fingerprint}")
+    return 0
+
+
+def import_folders(store: Store, args: argparse.Namespace) -> int:
+    """Backfill every run folder under DIR (old formats too: `rounded` where they lack HDR files)."""
+    report = import_tree(store, args.folder, branch=args.branch, testbed=args.testbed)
+    for line in report.failed:
+        print(f"swarmbench: warning: skipped {line}", file=sys.stderr)
+    print(report.summary())
+    return 0
+
+
+def export(store: Store, args: argparse.Namespace) -> int:
+    """One CSV per configuration in Apache Otava's layout, and the otava.yaml that reads them."""
+    out = args.out or Path("results") / "history-export"
+    files = export_otava(store, out)
+    print(f"{len(files)} configuration(s) -> {out}/ (otava.yaml and one CSV each)")
+    return 0
+
+
+ACTIONS = {"add": add, "list": list_runs, "import": import_folders, "export": export}

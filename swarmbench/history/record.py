@@ -1,0 +1,284 @@
+"""One run folder as the history keeps it: its identity, its load fingerprint and, per request name
+and Aggregated, the figures a trend or a gate reads. Standard library only: run.json is read as plain
+JSON and the HDR histograms are kept as the encoded text the folder holds (no hdrhistogram needed).
+
+Exact figures come from the plugin's locust_latency_hdr.csv (service time) with each name's encoded
+histogram from locust_latency_hdr.json; a folder without them (older harness, plain Locust) is
+`rounded`: its percentiles are Locust's own 2-digit ones from locust_stats.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from swarmbench.core import folder as col
+from swarmbench.core.checks import EXACT, ROUNDED  # a run's precision: HDR histograms, or Locust's
+from swarmbench.core.folder import LATENCY_HDR_CSV, LATENCY_HDR_JSON
+from swarmbench.core.manifest import this_testbed
+
+PERCENTILES = (("p50_ms", col.P50), ("p90_ms", col.P90), ("p95_ms", col.P95), ("p99_ms", col.P99))
+"""Stored percentile -> Locust's stats column for a rounded run (p99.9 and max are added below)."""
+
+METRICS = ("requests", "failures", "rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")
+"""Per name, what a run stores (the store's column names): counts, throughput (requests/s over the
+run, Locust's), percentiles and max of the service time in ms."""
+
+HDR_CSV_COLUMNS = {"p50_ms": "p50_ms", "p90_ms": "p90_ms", "p95_ms": "p95_ms", "p99_ms": "p99_ms",
+                   "p999_ms": "p99.9_ms", "max_ms": "max_ms"}  # fmt: skip
+"""Stored metric -> locust_latency_hdr.csv's column (swarmbench.hdr.CSV_COLUMNS; a test checks)."""
+
+SERVICE = "service"
+"""The HDR kind kept: Locust's own response time (open-model runs also record `intended`)."""
+
+LOAD_KEYS = ("locustfile", "user_classes", "users", "wait_time", "arrival_rate", "albums_mix",
+             "workers", "run_time", "load_shape")  # fmt: skip
+"""What makes two runs comparable (the load fingerprint): the load's code (its sha256 where run.json
+has it, else its path), user classes, users, wait time or arrival rate, request mix, load
+generators, run length (warm-up weighs more in a short run) and step shape."""
+
+
+class FolderError(Exception):
+    """A run folder that cannot be read: str() is `PATH: problem`, one line."""
+
+
+@dataclass(frozen=True)
+class NameStats:
+    """One request name's (or Aggregated's) figures in one run. `hdr`: its whole-run service-time
+    histogram, HdrHistogram's encoding as in locust_latency_hdr.json; None for Aggregated (the sum
+    of its names' histograms: HDR histograms add exactly) and for rounded runs."""
+
+    type: str
+    name: str
+    requests: int
+    failures: int
+    rps: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
+    max_ms: float | None
+    exact: bool
+    hdr: str | None = None
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run folder read for the store. `run_key` identifies the run (see read_run)."""
+
+    run_key: str
+    run_id: str
+    started_at: str  # UTC, 2026-11-24T21:43:23.453Z: sorts as text
+    git_commit: str
+    branch: str
+    host: str
+    testbed: str
+    locust_version: str
+    status: str  # run.json's status; "" when it predates the field (counts as complete)
+    duration_s: float | None
+    precision: str  # EXACT or ROUNDED
+    load: dict[str, Any] = field(default_factory=dict)
+    stats: tuple[NameStats, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.load)
+
+
+def fingerprint(load: dict[str, Any]) -> str:
+    """16 hex digits of the sha256 of LOAD's canonical JSON: equal exactly when the loads are."""
+    text = json.dumps(load, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_run(folder: Path, *, branch: str | None = None, testbed: str | None = None) -> RunData:
+    """FOLDER's run. Its key is `run_id@started_at` (run.json's; a folder without one: the folder's
+    name and the first second of locust_stats_history.csv): what names a run in the harness, and
+    unchanged when the folder is copied, renamed on import or gains files later (a content hash
+    would count a re-analysed folder as a new run). BRANCH: the git branch (else run.json's
+    `git_branch`, else ""); TESTBED: a name for the machine (else this machine's CPU model and
+    count: add runs where they were made, or name the testbed)."""
+    folder = Path(folder)
+    stats_path = folder / col.STATS_CSV
+    if not stats_path.is_file():
+        raise FolderError(f"{folder}: not a run folder (no {col.STATS_CSV})")
+    manifest = _manifest(folder / col.MANIFEST)
+    run_id = _text(manifest.get("run_id")) or folder.resolve().name
+    started = _started_at(folder, manifest)
+    exact_rows = _exact_rows(folder, manifest)
+    stats = tuple(_name_stats(row, exact_rows) for row in _csv_rows(stats_path))
+    if not stats:
+        raise FolderError(f"{stats_path}: no rows")
+    return RunData(
+        run_key=f"{run_id}@{started}",
+        run_id=run_id,
+        started_at=started,
+        git_commit=_text(manifest.get("git_commit")),
+        branch=branch if branch is not None else _text(manifest.get("git_branch")),
+        host=_text(manifest.get("host")),
+        testbed=testbed or _text(manifest.get("testbed")) or this_testbed(),
+        locust_version=_text(manifest.get("locust_version")),
+        status=_text(manifest.get("status")),
+        duration_s=_number(manifest.get("duration_s")),
+        precision=EXACT if exact_rows else ROUNDED,
+        load=load_of(manifest),
+        stats=stats,
+    )
+
+
+def load_of(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The load description (LOAD_KEYS) of a run.json object; {} for a folder without one."""
+    if not manifest:
+        return {}
+    open_model = manifest.get("open_model") if isinstance(manifest.get("open_model"), dict) else {}
+    workers = manifest.get("workers_expected")
+    load = {
+        "locustfile": manifest.get("locustfile_sha256") or manifest.get("locustfile"),
+        "user_classes": sorted(str(c) for c in manifest.get("user_classes") or []),
+        "users": manifest.get("users"),
+        "wait_time": manifest.get("wait_time"),
+        "arrival_rate": open_model.get("schedule") or open_model.get("arrival_rate"),
+        "albums_mix": manifest.get("albums_mix"),
+        "workers": "local" if manifest.get("mode") == "local" else workers,
+        "run_time": manifest.get("run_time"),
+        "load_shape": manifest.get("load_shape"),
+    }
+    return {key: load[key] for key in LOAD_KEYS}  # exactly the documented keys
+
+
+# --- the files --------------------------------------------------------------------------------------
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise FolderError(f"{path}: cannot read ({type(e).__name__})") from None
+    except json.JSONDecodeError as e:
+        raise FolderError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise FolderError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _csv_rows(path: Path, locust: bool = True) -> list[dict[str, str]]:
+    """PATH's rows; LOCUST: a Locust CSV, its headers matched as the analysis matches them (without
+    regard to case, Locust's old names too)."""
+    aliases = {k.lower(): v for k, v in col.LEGACY_ALIASES.items()}
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise FolderError(f"{path}: cannot read as CSV ({type(e).__name__})") from None
+    if not rows:
+        raise FolderError(f"{path}: empty file")
+    header = [h.strip() for h in rows[0]]
+    if locust:
+        known = {c.lower(): c for c in (col.TYPE, col.NAME, col.REQUEST_COUNT, col.FAILURE_COUNT, col.RPS)}
+        header = [known.get(h.lower(), h) for h in (aliases.get(h.lower(), h) for h in header)]
+    return [dict(zip(header, row, strict=False)) for row in rows[1:] if row]
+
+
+def _name_stats(row: dict[str, str], exact_rows: dict[tuple[str, str], dict[str, Any]]) -> NameStats:
+    key = (row.get(col.TYPE, ""), row.get(col.NAME, ""))
+    requests = _count(row.get(col.REQUEST_COUNT))
+    exact = exact_rows.get(key)
+    if exact is not None and exact["count"] != requests:
+        exact = None  # the histograms hold part of this name's requests: Locust's figures instead
+    if exact is not None:
+        figures = {metric: exact[metric] for metric in HDR_CSV_COLUMNS}
+    else:
+        figures = {metric: _number(row.get(column)) for metric, column in PERCENTILES}
+        figures["p999_ms"] = _number(row.get(col.P999))
+        figures["max_ms"] = _number(row.get(col.MAX_RT))  # the true max (100% is rounded)
+    return NameStats(
+        type=key[0],
+        name=key[1],
+        requests=requests,
+        failures=_count(row.get(col.FAILURE_COUNT)),
+        rps=_number(row.get(col.RPS)),
+        exact=exact is not None,
+        hdr=exact["hdr"] if exact is not None else None,
+        **figures,
+    )
+
+
+def _exact_rows(folder: Path, manifest: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(type, name) -> the HDR figures and encoded histogram of the service time; {} when the
+    folder has no HDR files or run.json says its histograms miss requests (`latency.exact`)."""
+    latency = manifest.get("latency")
+    if isinstance(latency, dict) and latency.get("exact") is False:
+        return {}
+    table, encoded = folder / LATENCY_HDR_CSV, folder / LATENCY_HDR_JSON
+    if not table.is_file() or not encoded.is_file():
+        return {}
+    hdrs: dict[tuple[str, str], str] = {}
+    for entry in _manifest(encoded).get("histograms") or []:
+        if isinstance(entry, dict) and entry.get("kind") == SERVICE and isinstance(entry.get("hdr"), str):
+            hdrs[(str(entry.get("type", "")), str(entry.get("name", "")))] = entry["hdr"]
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in _csv_rows(table, locust=False):
+        if row.get("kind") != SERVICE:
+            continue
+        key = (row.get("type", ""), row.get("name", ""))
+        figures: dict[str, Any] = {m: _number(row.get(c)) for m, c in HDR_CSV_COLUMNS.items()}
+        figures["count"] = _count(row.get("count"))
+        figures["hdr"] = hdrs.get(key)
+        out[key] = figures
+    return out
+
+
+def _started_at(folder: Path, manifest: dict[str, Any]) -> str:
+    """run.json's started_at, else the first timestamp of Locust's history CSV, else the stats
+    file's modification time; always as `YYYY-MM-DDTHH:MM:SS.mmmZ`."""
+    text = _text(manifest.get("started_at"))
+    if text:
+        try:
+            return iso(datetime.fromisoformat(text.replace("Z", "+00:00")))
+        except ValueError:
+            raise FolderError(f"{folder / col.MANIFEST}: started_at {text!r} is not a time") from None
+    history = folder / col.HISTORY_CSV
+    if history.is_file():
+        for row in _csv_rows(history)[:1]:
+            seconds = _number(row.get(col.TIMESTAMP))
+            if seconds:
+                return iso(datetime.fromtimestamp(seconds, UTC))
+    return iso(datetime.fromtimestamp((folder / col.STATS_CSV).stat().st_mtime, UTC))
+
+
+def iso(t: datetime) -> str:
+    """T as the store's time text (UTC, milliseconds, Z): fixed width, so text order is time order."""
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, or None (Locust writes N/A for a name without responses)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value) if value == value and abs(value) != float("inf") else None
+    text = str(value).strip()
+    return float(text) if _NUMBER.match(text) else None
+
+
+def _count(value: Any) -> int:
+    number = _number(value)
+    return int(number) if number is not None and number >= 0 else 0
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
