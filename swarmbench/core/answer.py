@@ -1,0 +1,219 @@
+"""A run's answer, read back from its folder: per request name its requests, failures, throughput and
+exact percentiles, its status, the verdict's sentence and the warnings a person must see first.
+
+One reading for every place a person looks: the run page opens with it (report.html in the run
+folder), the terminal ends with it (`swarmbench headless`), the web UI's run ends with it. Standard
+library only, so the runner (which prints it) needs nothing installed; the numbers are exactly the
+folder's files: locust_latency_hdr.csv's service-time percentiles where the run recorded them,
+else Locust's own (rounded) from locust_stats.csv; requests, failures and req/s from
+locust_stats.csv; the rest from run.json.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swarmbench.core import folder
+from swarmbench.core.bottleneck import INFLATED
+from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED
+from swarmbench.core.exits import InputError
+from swarmbench.core.manifest import (
+    COMPLETE,
+    DEGRADED,
+    FAILED,
+    INTERRUPTED,
+    TARGET_UNREACHABLE,
+    WORKER_MISSING,
+    WORKER_QUIT,
+    RunManifest,
+)
+
+SERVICE = "service"
+"""locust_latency_hdr.csv's kind of Locust's own response time (open-model runs add `intended`)."""
+
+PERCENTILE_COLUMNS = {"p50_ms": "p50_ms", "p95_ms": "p95_ms", "p99_ms": "p99_ms", "max_ms": "max_ms"}
+"""NameAnswer's field -> locust_latency_hdr.csv's column (folder.LATENCY_HDR_COLUMNS)."""
+
+LOCUST_PERCENTILES = {
+    "p50_ms": folder.P50,
+    "p95_ms": folder.P95,
+    "p99_ms": folder.P99,
+    "max_ms": folder.MAX_RT,
+}
+"""NameAnswer's field -> locust_stats.csv's column, for a run without HDR files (rounded)."""
+
+STATUS_WORDS = {
+    COMPLETE: "complete",
+    INTERRUPTED: "interrupted: stopped before its end (a signal, Ctrl-C or the stack stopped)",
+    DEGRADED: "degraded: a load generator went missing or quit early, or the target stopped answering",
+    FAILED: "failed: nothing or almost nothing was served",
+}
+"""The status line of each run.json status (core/manifest.py STATUSES)."""
+
+
+@dataclass(frozen=True)
+class NameAnswer:
+    """One request name (or Aggregated) of a run."""
+
+    type: str
+    name: str
+    requests: int
+    failures: int
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+@dataclass
+class Answer:
+    """What a person asks of a run first. `latency`: EXACT (the run's HDR histograms) or ROUNDED."""
+
+    folder: Path
+    run_id: str
+    status: str | None
+    verdict: str | None
+    reason: str | None
+    latency: str
+    names: list[NameAnswer] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # files the folder lacks, said on the page
+
+    @property
+    def aggregated(self) -> NameAnswer | None:
+        return next((n for n in self.names if n.name == AGGREGATED), None)
+
+    def status_line(self) -> str:
+        return STATUS_WORDS.get(self.status or "", self.status or "unknown (a harness older than run status)")
+
+
+def read_answer(run_dir: Path) -> Answer:
+    """RUN_DIR's answer; a file that is missing or unreadable is named in `missing`, never raised:
+    the page and the terminal say what they could not read and show the rest."""
+    run_dir = Path(run_dir)
+    missing: list[str] = []
+    manifest = RunManifest()
+    if (run_dir / folder.MANIFEST).is_file():
+        try:
+            manifest = RunManifest.read(run_dir / folder.MANIFEST)
+        except InputError as e:
+            missing.append(str(e))
+    else:
+        missing.append(f"{folder.MANIFEST}: not written (the run did not end cleanly, or predates it)")
+    stats = _rows(run_dir / folder.STATS_CSV, missing)
+    exact = {(r.get("type", ""), r.get("name", "")): r for r in _rows(run_dir / folder.LATENCY_HDR_CSV, None)
+             if r.get("kind", SERVICE) == SERVICE}  # fmt: skip
+    names = [_name(row, exact) for row in stats]
+    names.sort(key=lambda n: (n.name == AGGREGATED, n.name, n.type))
+    bottleneck = manifest.bottleneck
+    return Answer(
+        folder=run_dir,
+        run_id=manifest.run_id or run_dir.name,
+        status=manifest.status,
+        verdict=bottleneck.verdict if bottleneck else None,
+        reason=bottleneck.reason if bottleneck else None,
+        latency=EXACT if exact else ROUNDED,
+        names=names,
+        warnings=warnings(manifest, names),
+        missing=missing,
+    )
+
+
+def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
+    """In plain words, what makes this run's numbers less than a clean measurement: its generators
+    inflated its latency, a load generator was lost, the run was partial, requests failed."""
+    out = []
+    lag = manifest.generator_lag
+    if lag is not None and lag.inflated:
+        out.append(
+            f"{INFLATED}: worker {lag.worst_worker}'s event loop woke {lag.worst_p99_ms:g} ms late (p99), "
+            f"over the bound of {lag.bound_ms:g} ms: its latency figures measure the generator as much "
+            "as the server (more workers, or fewer users per worker)"
+        )
+    events = manifest.events or []
+    lost = [e for e in events if e.kind in (WORKER_MISSING, WORKER_QUIT)]
+    if lost:
+        out.append(
+            "load generators lost: " + "; ".join(f"{e.detail or e.kind} at {e.t_s or 0:.0f} s" for e in lost)
+        )
+    if any(e.kind == TARGET_UNREACHABLE for e in events):
+        out.append("the target stopped answering for part of the run (see the events)")
+    if manifest.status in (INTERRUPTED, DEGRADED, FAILED):
+        out.append(f"partial run: {STATUS_WORDS[manifest.status]}")
+    total = next((n for n in names if n.name == AGGREGATED), None)
+    if total is not None and total.failures:
+        share = total.failures / total.requests if total.requests else 1.0
+        out.append(
+            f"{total.failures} of {total.requests} requests failed ({share:.2%}): see locust_failures.csv"
+        )
+    return out
+
+
+def summary_text(answer: Answer, page: Path | None = None) -> str:
+    """The terminal's last words on a run: one line per name, the status, the verdict, warnings and
+    where the run page is."""
+    head = ("name", "requests", "failures", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms")
+    rows = [head]
+    for n in answer.names:
+        rows.append(
+            (f"{n.type} {n.name}".strip(), str(n.requests), str(n.failures), _num(n.rps),
+             _num(n.p50_ms), _num(n.p95_ms), _num(n.p99_ms), _num(n.max_ms))
+        )  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    table = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+             for r in rows]  # fmt: skip
+    lines = [f"Run {answer.run_id}: {answer.status_line()}"]
+    lines.append(f"Latency: {'exact (HDR histograms)' if answer.latency == EXACT else 'rounded (Locust)'}")
+    lines += table
+    if answer.verdict:
+        lines.append(f"Verdict: {answer.verdict}" + (f": {answer.reason}" if answer.reason else ""))
+    lines += [f"Warning: {w}" for w in answer.warnings]
+    lines += [f"Missing: {m}" for m in answer.missing]
+    if page is not None:
+        lines.append(f"Run page: {page}")
+    return "\n".join(lines)
+
+
+def _rows(path: Path, missing: list[str] | None) -> list[dict[str, str]]:
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        if missing is not None:
+            missing.append(f"{path.name}: {getattr(e, 'strerror', None) or e}")
+        return []
+
+
+def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> NameAnswer:
+    key = (row.get(folder.TYPE) or "", row.get(folder.NAME) or "")
+    hdr = exact.get(key)
+    source = (
+        {f: (hdr or {}).get(col) for f, col in PERCENTILE_COLUMNS.items()}
+        if hdr
+        else {f: row.get(col) for f, col in LOCUST_PERCENTILES.items()}
+    )
+    return NameAnswer(
+        type=key[0],
+        name=key[1],
+        requests=int(_float(row.get(folder.REQUEST_COUNT)) or 0),
+        failures=int(_float(row.get(folder.FAILURE_COUNT)) or 0),
+        rps=_float(row.get(folder.RPS)),
+        **{f: _float(v) for f, v in source.items()},
+    )
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text) if text not in (None, "", "N/A") else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _num(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
