@@ -148,7 +148,7 @@ def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
     if total is not None and total.failures:
         share = total.failures / total.requests if total.requests else 1.0
         out.append(
-            f"{total.failures} of {total.requests} requests failed ({share:.2%}): see locust_failures.csv"
+            f"{total.failures} of {total.requests} requests failed ({share:.2%}): see {folder.FAILURES_CSV}"
         )
     return out
 
@@ -160,12 +160,14 @@ def summary_text(answer: Answer, page: Path | None = None) -> str:
     rows = [head]
     for n in answer.names:
         rows.append(
-            (f"{n.type} {n.name}".strip(), str(n.requests), str(n.failures), _num(n.rps),
+            (n.name, str(n.requests), str(n.failures), _num(n.rps),
              _num(n.p50_ms), _num(n.p95_ms), _num(n.p99_ms), _num(n.max_ms))
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    table = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in rows]  # fmt: skip
+    table = [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
     lines = [f"Run {answer.run_id}: {answer.status_line()}"]
     lines.append(f"Latency: {'exact (HDR histograms)' if answer.latency == EXACT else 'rounded (Locust)'}")
     lines += table
