@@ -8,7 +8,8 @@ builds (the plugin in front of the default scenario, locust.conf's users and pac
 Every INTERVAL seconds it samples the resident memory (VmRSS, /proc/PID/status) of the master, each
 worker and the target. At the end it prints, per process, the RSS at the end of the warm-up and at
 the end of the run and the growth between them (goal <= 10 %), then whether the counts stayed exact:
-the run's CSV total == run.json's totals == what the target says it served.
+the run's CSV total == run.json's totals == what the target says it served, and the run folder's
+size at the end (goal <= 20 MB).
 
 The target keeps every album the scenario POSTs, so its RSS grows with its data by design; its line
 says how many albums it holds. Everything is stopped at the end whatever happens; load goes to
@@ -47,6 +48,9 @@ WINDOW = 3
 
 GOAL_PERCENT = 10.0
 """The issue's goal: no process grows by more than this after warm-up."""
+
+GOAL_FOLDER_MB = 20.0
+"""The issue's goal: the run folder (CSV, HDR windows, run.json, logs) stays under this size."""
 
 
 def rss_kib(pid: int) -> int | None:
@@ -127,6 +131,11 @@ def csv_total(run_dir: Path) -> int | None:
     return None
 
 
+def folder_mb(run_dir: Path) -> float:
+    """The run folder's size on disk in MB (10**6 bytes), every file under it counted."""
+    return sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file()) / 1e6
+
+
 def report(rows: list[tuple], run_dir: Path, url: str, args: argparse.Namespace) -> int:
     print(f"\nsoak: {args.minutes:g} min, {args.workers} workers, default scenario; RSS after warm-up")
     print(f"{'process':<10} {'warm MiB':>9} {'end MiB':>9} {'growth':>8}")
@@ -149,7 +158,12 @@ def report(rows: list[tuple], run_dir: Path, url: str, args: argparse.Namespace)
     verdict = "exact" if exact else "NOT EXACT"
     print(f"counts: CSV {n}, run.json {m.requests}, target served {served}: {verdict}")
     print(f"run.json: status {m.status}, exit code {m.exit_code}")
-    return 0 if exact and worst <= GOAL_PERCENT else 1
+    size = folder_mb(run_dir) if run_dir.is_dir() else 0.0
+    print(f"run folder: {size:.2f} MB (goal <= {GOAL_FOLDER_MB:g} MB)")
+    if run_dir.is_dir():
+        files = sorted((p for p in run_dir.rglob("*") if p.is_file()), key=lambda p: -p.stat().st_size)
+        print("  largest: " + ", ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in files[:4]))
+    return 0 if exact and worst <= GOAL_PERCENT and size <= GOAL_FOLDER_MB else 1
 
 
 def main() -> int:

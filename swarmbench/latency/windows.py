@@ -22,6 +22,7 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from swarmbench.latency import histogram
 from swarmbench.latency.histogram import (
     FORMAT_VERSION,
     KINDS,
+    Adder,
     Key,
     LatencyBook,
     decode,
@@ -129,10 +131,23 @@ class Windows:
             except (KeyError, TypeError, ValueError, AttributeError):
                 raise InputError(where, f"window entry {row}: not a w/type/name/kind/hdr object") from None
             checked.append((key, text, failures))
-        for (window, *rest), text, failures in checked:
-            self.pieces.setdefault(window, {}).setdefault((rest[0], rest[1], rest[2]), []).append(text)
-            self.failures[(window, rest[0], rest[1], rest[2])] += failures
-            self.newest = max(self.newest, window)
+        # Filed with plain lookups, a failure counted only when there is one: this runs for every
+        # piece a master receives (13,000 a second at 1,000 workers x 10 names).
+        pieces, counted, newest = self.pieces, self.failures, self.newest
+        for key, text, failures in checked:
+            window = key[0]
+            keyed = pieces.get(window)
+            if keyed is None:
+                keyed = pieces[window] = {}
+            texts = keyed.get(key[1:])
+            if texts is None:
+                keyed[key[1:]] = [text]
+            else:
+                texts.append(text)
+            if failures:
+                counted[key] += failures
+            newest = window if window > newest else newest
+        self.newest = newest
         self.version += 1
         for window in [w for w in self.pieces if w < self.newest - SEAL_AFTER]:
             self.seal(window, where)
@@ -161,13 +176,11 @@ class Windows:
 
     def _sum(self, texts: list[str], where: str | Path) -> HdrHistogram:
         """Pieces added up; one that does not decode is left out and counted in `corrupt` (a
-        worker of another version: its requests are then missing, so the run is not `exact`)."""
+        worker of another version: its requests are then missing, so the run is not `exact`).
+        Workers' V2 pieces go straight into the sum (hdr_add: no histogram per piece, ~10 times
+        less CPU; at 1,000 workers hdrh's decode-then-add here was 3/4 of the master's CPU)."""
         hist = new_histogram()
-        for text in texts:
-            try:
-                hist.add(decode(text, where, "window piece"))
-            except InputError:
-                self.corrupt += 1
+        self.corrupt += _adder().sum_into(hist, texts, lambda text: decode(text, where, "window piece"))
         return hist
 
     def _decode_sealed(self, window: int) -> dict[Key, HdrHistogram]:
@@ -277,6 +290,12 @@ def window_row(
     row.update(percentile_columns(hist, WINDOW_PERCENTILES))
     row["hdr"] = histogram.encode_compact(hist) if encoded else ""
     return row
+
+
+@cache
+def _adder() -> Adder:
+    """One Adder (its 200 KB scratch array) per process, made when a master first seals a window."""
+    return Adder(new_histogram())
 
 
 def _kind_order(kind: str) -> int:

@@ -214,37 +214,62 @@ def process_cpu_seconds() -> float:
     return t.user + t.system
 
 
+class Running:
+    """Count, sum and max of a series, in constant memory: all CpuSeries' summary reads of it."""
+
+    __slots__ = ("n", "top", "total")
+
+    def __init__(self) -> None:
+        self.n, self.total, self.top = 0, 0.0, 0.0
+
+    def append(self, value: float) -> None:
+        self.n += 1
+        self.total += value
+        self.top = value if self.n == 1 else max(self.top, value)
+
+    def __len__(self) -> int:
+        return self.n
+
+
 @dataclass
 class CpuSeries:
-    """Cumulative (wall seconds, cpu seconds) samples of one process since the test started."""
+    """Cumulative (wall seconds, cpu seconds) samples of one process since the test started.
 
-    samples: list[tuple[float, float]] = field(default_factory=list)
-    locust_reported: list[float] = field(default_factory=list)
+    Kept as running figures, not lists: a master keeps one per worker and gets a report from each
+    every 3 s and Locust's own sample of each every second, which as lists grew by ~250 MB an hour
+    at 1,000 workers (bench/bench_master_scale.py) for a mean and a max."""
+
+    samples: int = 0  # how many were added
+    last: tuple[float, float] | None = None  # the latest (wall, cpu)
+    anchor: tuple[float, float] = (0.0, 0.0)  # where the interval being measured began
+    busiest: float | None = None  # % of one core, the busiest interval so far
+    locust_reported: Running = field(default_factory=Running)
     limit: CpuLimit | None = None  # the process's own CPU limit (own_limit())
 
     def add(self, wall_s: float, cpu_s: float) -> None:
-        if not self.samples or wall_s > self.samples[-1][0]:
-            self.samples.append((wall_s, cpu_s))
+        """A sample; intervals under 1 s are merged into the next (see max_percent)."""
+        if self.last is not None and wall_s <= self.last[0]:
+            return
+        self.last, self.samples = (wall_s, cpu_s), self.samples + 1
+        w0, c0 = self.anchor
+        if wall_s - w0 >= 1.0:
+            rate = 100 * (cpu_s - c0) / (wall_s - w0)
+            self.busiest = rate if self.busiest is None else max(self.busiest, rate)
+            self.anchor = (wall_s, cpu_s)
 
     def mean_percent(self) -> float | None:
-        if not self.samples or self.samples[-1][0] <= 0:
+        if self.last is None or self.last[0] <= 0:
             return None
-        wall, cpu = self.samples[-1]
+        wall, cpu = self.last
         return round(100 * cpu / wall, 1)
 
     def max_percent(self) -> float | None:
         """Busiest interval between two reports (intervals under 1 s are merged into the next);
         never below the mean, which a short last interval could otherwise hide."""
-        best, (w0, c0) = None, (0.0, 0.0)
-        for w, c in self.samples:
-            if w - w0 >= 1.0:
-                rate = 100 * (c - c0) / (w - w0)
-                best = rate if best is None else max(best, rate)
-                w0, c0 = w, c
         mean = self.mean_percent()
-        if best is None:
+        if self.busiest is None:
             return mean
-        return round(max(best, mean or 0.0), 1)
+        return round(max(self.busiest, mean or 0.0), 1)
 
     def of_limit(self, percent: float | None) -> float | None:
         """PERCENT (of one core) as a share of what this process may use, in %."""
@@ -259,9 +284,9 @@ class CpuSeries:
             id=worker_id,
             mean_percent=mean,
             max_percent=peak,
-            samples=len(self.samples),
-            locust_reported_mean_percent=round(sum(reported) / len(reported), 1) if reported else None,
-            locust_reported_max_percent=round(max(reported), 1) if reported else None,
+            samples=self.samples,
+            locust_reported_mean_percent=round(reported.total / reported.n, 1) if reported.n else None,
+            locust_reported_max_percent=round(reported.top, 1) if reported.n else None,
             cpu_limit=self.limit,
             mean_percent_of_limit=self.of_limit(mean),
             max_percent_of_limit=self.of_limit(peak),
