@@ -20,7 +20,7 @@ from locust.stats import RequestStats
 
 from swarmbench.latency.histogram import clamped, to_us
 from swarmbench.latency.recorder import Recorder
-from swarmbench.latency.windows import WINDOW_S
+from swarmbench.latency.windows import WINDOW_S, Shipment
 
 POOL = 64
 """Report templates per run (each K names' stats and windows): enough distinct payloads that no
@@ -43,7 +43,7 @@ class Template:
     stats: list[tuple[dict[str, Any], list[int], list[int]]]  # (Locust's entry, requests, fails per window)
     total: tuple[dict[str, Any], list[int], list[int]]
     errors: dict[str, dict[str, Any]]
-    windows: list[tuple[int, dict[str, Any]]]  # (window offset 0..3, the Recorder's entry without "w")
+    windows: Shipment  # the Recorder's, its windows numbered 0..3 (offsets)
     truth: dict[tuple[int, int], Counter[int]]  # (name index, window offset) -> {µs: count}
     requests: list[int]  # per name
     failures: list[int]
@@ -85,8 +85,7 @@ def make_templates(names: int, rps: float, seed: int, count: int = POOL) -> list
             counts = per_window.setdefault((k, j), [0, 0])
             counts[0] += 1
             counts[1] += failed
-        entries, _timeline = recorder.take()
-        windows = [(e["w"], {key: v for key, v in e.items() if key != "w"}) for e in entries]
+        windows, _timeline = recorder.take()
         serialized = {(e["method"], e["name"]): e for e in stats.serialize_stats()}
         index = {pair: k for k, pair in enumerate(pairs)}
         rows = []

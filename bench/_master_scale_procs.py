@@ -61,10 +61,14 @@ def raise_fd_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def start_master(name: str, workers: int, run_s: float, port: int, tmp: Path) -> Master:
+def start_master(
+    name: str, workers: int, run_s: float, port: int, tmp: Path, listeners: bool = False
+) -> Master:
     log, probe = tmp / f"{name}.log", tmp / f"{name}.probe.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOCUST_")}
     env["SWARMBENCH_PROBE_OUT"] = str(probe)
+    if listeners:
+        env["SWARMBENCH_PROBE_LISTENERS"] = "1"
     common = [f"--users={workers}", f"--spawn-rate={workers}", "--loglevel=INFO"]
     if name == "swarmbench":
         launch = Launch(
@@ -151,6 +155,21 @@ def handling(path: Path, kind: str, t_a: float, t_b: float) -> Handling:
     took = [dt * 1000 for t, dt in data.get(kind, []) if t_a <= t <= t_b]
     share = 100 * sum(took) / 1000 / (t_b - t_a)
     return Handling(pct(took, 0.99), max(took) if took else None, len(took), share)
+
+
+def listener_cpu(path: Path, t_a: float, t_b: float) -> dict[str, tuple[int, float]]:
+    """{listener: (calls, CPU seconds)} in the seconds of [T_A, T_B] (the probe with --listeners)."""
+    try:
+        data = json.loads(path.read_text()).get("listeners") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out: dict[str, tuple[int, float]] = {}
+    for second, listeners in data.items():
+        if t_a <= int(second) < t_b:
+            for name, (calls, cpu_s) in listeners.items():
+                before = out.get(name, (0, 0.0))
+                out[name] = (before[0] + int(calls), before[1] + float(cpu_s))
+    return out
 
 
 def missing_workers(log: Path) -> set[str]:

@@ -25,7 +25,7 @@ from locust.rpc.protocol import Message
 from locust.runners import HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS, WORKER_REPORT_INTERVAL
 
 from swarmbench.core import bottleneck as core_lag
-from swarmbench.latency.windows import WINDOW_S, window_of
+from swarmbench.latency.windows import WINDOW_S, Shipment, window_of
 from swarmbench.plugin import generator, latency, pacing
 
 TICK_S = 0.01
@@ -94,6 +94,11 @@ class Worker:
 
 
 HEARTBEAT, REPORT, READY = 0, 1, 2
+
+
+def moved(shipment: Shipment, windows: list[int]) -> Shipment:
+    """A template's Shipment (windows numbered 0..3) with this report's WINDOWS in their place."""
+    return Shipment(shipment.keys, [[windows[entry[0]], *entry[1:]] for entry in shipment.windows])
 
 
 class Simulator:
@@ -233,8 +238,8 @@ class Simulator:
             "limit": self.cpu_limit,
         }
         data[generator.LAG_REPORT_KEY] = self.lag_report
-        shipped = [{"w": windows[j], **entry} for j, entry in tpl.windows] if tpl else []
-        data[latency.REPORT_KEY] = {"t0": t0, "windows": shipped, "timeline": {}}
+        shipment = moved(tpl.windows, windows) if tpl else Shipment([], [])
+        data[latency.REPORT_KEY] = latency.payload(t0, shipment, {})
         if worker.spawned:  # cumulative, like pacing.Pacing's
             worker.waits += int(self.rps * WORKER_REPORT_INTERVAL)
             data[pacing.REPORT_KEY] = {

@@ -67,6 +67,7 @@ from _master_scale_procs import (
     Master,
     cpu_seconds,
     handling,
+    listener_cpu,
     memory_mib,
     missing_workers,
     own_cpu_seconds,
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         Group(name, free_port(), name == "swarmbench", rng=random.Random(args.seed + i))
         for i, name in enumerate(args.masters)
     ]
-    masters = {g.name: start_master(g.name, args.workers, run_s, g.port, tmp) for g in groups}
+    masters = {g.name: start_master(g.name, args.workers, run_s, g.port, tmp, args.listeners) for g in groups}
     sim = Simulator(groups, templates, args.rps, args.workers)
     profilers: list[subprocess.Popen] = []
     try:
@@ -263,6 +264,8 @@ def report(
             print(f"    {'not exact' if g.plugin else 'counts'}: {problem}")
         if args.profile and (args.profile / f"{g.name}.txt").is_file():
             print_profile(args.profile / f"{g.name}.txt")
+        if args.listeners:
+            print_listeners(listener_cpu(m.probe, outcome.t_a, outcome.t_b), stats.count, args.seconds)
     print(
         f"simulator: {outcome.sim_cpu:.1f} % of one core; sends late by p99 "
         f"{fmt(outcome.sim_lag_p99, 1)} ms, max {fmt(outcome.sim_lag_max, 1)} ms "
@@ -293,6 +296,14 @@ def print_profile(path: Path) -> None:
     for title, frames in zip(("own", "total"), top_functions(path), strict=True):
         print(f"    py-spy, {title} time (% of samples):")
         print("\n".join(f"      {share:5.1f}%  {frame}" for frame, share in frames))
+
+
+def print_listeners(cpu: dict[str, tuple[int, float]], reports: int, seconds: float) -> None:
+    """Each worker_report listener's CPU (and the stats messages' decode) over the interval."""
+    print("    CPU per stats report (thread CPU clock; --listeners):")
+    for name, (calls, cpu_s) in sorted(cpu.items(), key=lambda kv: -kv[1][1]):
+        per = 1e6 * cpu_s / max(1, calls)
+        print(f"      {per:7.1f} us x {calls:6d} = {100 * cpu_s / seconds:5.2f} % of a core  {name}")
 
 
 def one_short(group: Group) -> Group:
@@ -375,6 +386,11 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", type=Path, help="py-spy each master over the measured interval; raw stacks here"
     )
     p.add_argument("--keep", type=Path, help="copy the masters' logs, probes and run folders here")
+    p.add_argument(
+        "--listeners",
+        action="store_true",
+        help="time every worker_report listener's CPU in each master (costs them; not for the ratio)",
+    )
     return run(p.parse_args(argv))
 
 

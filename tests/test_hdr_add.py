@@ -1,37 +1,49 @@
-"""latency/histogram.py Adder (the master's decode of workers' pieces) adds exactly what hdrh's decode-then-add
-adds: the same counts, total and max, for pieces of any size; a piece it cannot take fast (our
-compact encoding, other parameters) goes through the fallback; a corrupt one is left out, counted,
-and leaves nothing behind in the scratch array for the next piece."""
+"""The windows' wire format adds up to what hdrh records: a piece packed by the worker
+(latency/windows.py pack: 16-bit bucket indices and (index, count) pairs) and counted by the master
+(Pile.counts, from_buckets) is the histogram hdrh's record_value makes of the same samples, count
+for count, total and max; bucket_index is hdrh's own index arithmetic; the compact encoding made
+from buckets is the one made from a histogram, and reads back to the same buckets."""
 
 from __future__ import annotations
 
-import base64
 import ctypes
 import random
-import zlib
+from collections import Counter
 
 from hdrh.histogram import HdrHistogram
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from swarmbench.latency import histogram
-from swarmbench.latency.histogram import HIGHEST_US, Adder, decode, new_histogram
+from swarmbench.latency.histogram import (
+    COUNTS_LEN,
+    HIGHEST_US,
+    bucket_index,
+    buckets,
+    clamped,
+    decode_buckets,
+    encode_buckets,
+    from_buckets,
+    new_histogram,
+)
+from swarmbench.latency.windows import REPEAT_MAX, Pile, pack
+
+EDGES = [0, 1, 2, 1023, 1024, 2047, 2048, 2049, 2050, 4095, 4096, 4097, 123_456, HIGHEST_US - 1, HIGHEST_US,
+         HIGHEST_US + 1, 10**12]  # fmt: skip
+"""Microseconds at the edges: below the range, exact buckets, the first 2, 4 µs wide, the top, above."""
+
+SAMPLES = st.one_of(
+    st.lists(st.integers(0, 10**12), max_size=2_000),  # anywhere, in and out of the range
+    st.lists(st.integers(1, 50_000), max_size=2_000),  # dense: buckets holding several
+    st.lists(st.sampled_from([105_000, 105_001, 7, HIGHEST_US]), min_size=1, max_size=500),  # repeats
+)
+"""A piece's samples (µs): sparse, dense, and the same few values many times (the pairs)."""
 
 
-def pieces(seed: int, n: int = 40) -> list[HdrHistogram]:
+def seeded(seed: int, n: int) -> list[int]:
+    """N long-tailed samples (µs), many sharing a bucket: what Hypothesis rarely draws at this size."""
     rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        hist = new_histogram()
-        for _ in range(rng.choice([0, 1, 5, 60, 800]) if i else 1):
-            hist.record_value(min(HIGHEST_US, max(1, int(rng.lognormvariate(9, 2.5)))), rng.choice([1, 1, 3]))
-        out.append(hist)
-    return out
-
-
-def hdrh_sum(texts: list[str]) -> HdrHistogram:
-    total = new_histogram()
-    for text in texts:
-        total.add(decode(text, "test", "piece"))
-    return total
+    return [int(rng.lognormvariate(9, 1.5)) for _ in range(n)]
 
 
 def same(a: HdrHistogram, b: HdrHistogram) -> bool:
@@ -43,54 +55,51 @@ def same(a: HdrHistogram, b: HdrHistogram) -> bool:
     )
 
 
-def other(text: str) -> HdrHistogram:
-    return decode(text, "test", "piece")
-
-
-def test_v2_pieces_add_up_as_hdrh_adds_them():
-    adder = Adder(new_histogram())
-    for seed in range(5):
-        texts = [h.encode().decode("ascii") for h in pieces(seed)]
-        hist = new_histogram()
-        assert adder.sum_into(hist, texts, other) == 0
-        assert same(hist, hdrh_sum(texts))
-    assert not any(adder.scratch), "the scratch array is clean between calls"
-
-
-def test_compact_and_foreign_pieces_take_the_fallback():
-    adder = Adder(new_histogram())
-    mine = pieces(7, 6)
-    foreign = HdrHistogram(1, 60_000_000, 2)  # other parameters: hdrh maps its buckets
-    foreign.record_value(1234, 5)
-    texts = [histogram.encode_compact(mine[1]), mine[2].encode().decode(), foreign.encode().decode()]
-    texts += [histogram.encode_compact(h) for h in mine[3:]]
+def recorded(samples: list[int]) -> HdrHistogram:
     hist = new_histogram()
-    assert adder.sum_into(hist, texts, other) == 0
-    assert same(hist, hdrh_sum(texts))
+    for us in samples:
+        hist.record_value(clamped(us))
+    return hist
 
 
-def zigzag_varint(value: int) -> bytes:
-    value, out = (value << 1) ^ (value >> 63), bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    return bytes([*out, value])
-
-
-def test_corrupt_pieces_are_left_out_and_counted():
-    adder = Adder(new_histogram())
-    good = [h.encode().decode("ascii") for h in pieces(3, 8)]
-    spread = new_histogram()  # counts all over the array, written before the decoder fails
-    for us in range(1, HIGHEST_US, HIGHEST_US // 500):
-        spread.record_value(us)
-    raw = base64.b64decode(spread.encode())
-    # Its counts decode, then a run of empty buckets past the array's end: the decoder fails after
-    # writing into the scratch array.
-    past_the_end = zigzag_varint(-2 * new_histogram().counts_len) + zigzag_varint(1)
-    body = zlib.compress(zlib.decompress(raw[8:]) + past_the_end)
-    overflowing = base64.b64encode(raw[:4] + len(body).to_bytes(4, "big") + body).decode()
-    bad = ["", "not base64 at all!", good[5][:-12], "z1:AAAA", overflowing]
+@settings(max_examples=200, deadline=None)
+@given(us=st.integers(0, 10**12))
+def test_bucket_index_is_hdrhs_index(us):
     hist = new_histogram()
-    assert adder.sum_into(hist, [*good[:4], *bad, *good[4:]], other) == len(bad)
-    assert same(hist, hdrh_sum(good))
-    assert not any(adder.scratch)
+    for value in [us, *EDGES]:
+        assert bucket_index(value) == hist._counts_index_for(clamped(value)) < COUNTS_LEN
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(SAMPLES, min_size=1, max_size=4))
+@example(pieces=[seeded(1, 20_000), seeded(2, 3_000), EDGES])  # a busy worker's window: thousands of pairs
+def test_packed_pieces_counted_by_the_master_are_the_histogram_of_their_samples(pieces):
+    """Each piece packed as a worker ships it, filed into one pile as the master does, counted: the
+    histogram hdrh records from every sample one by one."""
+    pile = Pile()
+    for samples in pieces:
+        singles, pairs = pack(Counter(samples))
+        assert len(singles) % 2 == 0 and all(count > REPEAT_MAX for count in pairs[1::2])
+        pile.singles += singles
+        pile.pairs += pairs
+    counts = pile.counts()
+    everything = [us for samples in pieces for us in samples]
+    assert sum(counts.values()) == len(everything)
+    assert same(from_buckets(counts), recorded(everything))
+
+
+def test_a_bucket_holding_many_ships_as_one_pair_and_few_as_repeated_indices():
+    singles, pairs = pack(Counter({105_000: 1, 2_000: REPEAT_MAX, 7: 1_000}))
+    assert pairs == [bucket_index(7), 1_000]
+    assert len(singles) == 2 * (1 + REPEAT_MAX)
+
+
+@settings(max_examples=100, deadline=None)
+@given(samples=SAMPLES)
+def test_the_compact_encoding_of_buckets_is_the_histograms_and_reads_back(samples):
+    hist = recorded(samples)
+    indices, counts = buckets(hist)
+    text = encode_buckets(indices, counts)
+    assert text == histogram.encode_compact(hist)
+    assert decode_buckets(text) == (indices, counts)
+    assert same(from_buckets(dict(zip(indices, counts, strict=True))), hist)

@@ -3,14 +3,15 @@ book of reports (plugin/generator.py's LagBook, Locust-free)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 from verdicts import judge
 
 from swarmbench.core import bottleneck
-from swarmbench.core.manifest import TargetCounters, WorkerLag
-from swarmbench.plugin.generator import LagBook
+from swarmbench.core.manifest import GeneratorLag, TargetCounters, WorkerLag
+from swarmbench.plugin.generator import LAG_SERIES_ROWS, LagBook
 
 
 def test_histogram_percentiles_are_within_five_percent_of_exact():
@@ -72,6 +73,32 @@ def test_lag_book_keeps_a_series_per_worker_and_the_latest_whole_run_figures():
     assert s["per_worker"][0]["series"] == [[3.0, 0.2, 3.0, 9.0], [6.0, 0.2, 6.0, 9.0]]
     assert s["per_worker"][0]["p99_ms"] == 6.0 and s["worst_p99_ms"] == 6.0 and not s["inflated"]
     assert s["series_columns"] == ["t_s", "p50_ms", "p99_ms", "max_ms"]
+
+
+def test_a_long_runs_lag_series_stays_bounded_and_keeps_the_worst_of_what_it_merges():
+    """An hour of reports (1,200) from one worker: at most LAG_SERIES_ROWS rows, each covering
+    reports_per_row consecutive reports; the spike in report 777 survives as a row's p99 and max, at
+    the right time; the rows still tile the run in order; run.json reads back."""
+    book = LagBook()
+    for k in range(1, 1201):
+        p99 = 50.0 if k == 777 else 1.0
+        figures = {"p50_ms": float(k % 7), "p99_ms": p99, "max_ms": p99 * 2}
+        book.record("w1", {"interval": {"n": 300, **figures}, "run": {"n": 300 * k, **figures}}, 3.0 * k)
+    section = book.section(median_response_ms=2.0)
+    [worker] = section.per_worker
+    span = worker.reports_per_row
+    assert LAG_SERIES_ROWS // 2 <= len(worker.series) <= LAG_SERIES_ROWS and span == 16
+    assert len(worker.series) == -(-1200 // span)  # every report in one row, the last one filling
+    times = [row[0] for row in worker.series]
+    assert times == sorted(times) and times[-1] == 3600.0 and times[0] == 3.0 * span
+    [spike] = [row for row in worker.series if row[2] == 50.0]
+    assert spike[3] == 100.0 and spike[0] - 3.0 * span < 3.0 * 777 <= spike[0]
+    assert all(row[1] == 6.0 for row in worker.series[:-1]), "p50: the worst of the merged reports"
+    again = GeneratorLag.from_json(json.loads(json.dumps(section.to_json())))
+    assert again.per_worker[0].series == worker.series and again.per_worker[0].reports_per_row == span
+    short = LagBook()
+    short.record("w1", {"interval": {"n": 3, "p99_ms": 1.0}, "run": {"n": 3, "p99_ms": 1.0}}, 3.0)
+    assert "reports_per_row" not in short.section(2.0).to_json()["per_worker"][0], "short runs as before"
 
 
 def test_cpu_share_is_judged_against_the_containers_limit():

@@ -1,7 +1,8 @@
-"""The master merges window pieces as they come (hdr_windows.Windows seals windows behind the newest):
-whatever the order and batching of the reports (Hypothesis draws them, and shrinks a difference to the
-smallest reordering), late pieces included, the files are byte for byte those of merging everything at
-the end; percentile_values equals hdrh's own walk.
+"""The master merges window pieces as they come (latency/windows.py Windows seals windows behind the
+newest): whatever the order and batching of the reports (Hypothesis draws them, and shrinks a
+difference to the smallest reordering), late pieces included, the files are byte for byte those of
+merging everything at the end with hdrh; a malformed entry is refused whole, naming the report;
+percentile_values equals hdrh's own walk.
 """
 
 from __future__ import annotations
@@ -9,22 +10,25 @@ from __future__ import annotations
 import csv
 import io
 import random
+import struct
 import tempfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.exits import InputError
 from swarmbench.latency.histogram import KINDS, PERCENTILES, decode, new_histogram, percentile_values
 from swarmbench.latency.recorder import Recorder
-from swarmbench.latency.windows import SEAL_AFTER, WINDOW_COLUMNS, Windows, window_row
+from swarmbench.latency.windows import SEAL_AFTER, WINDOW_COLUMNS, Shipment, Windows, ship, window_row
 
 NAMES = [("GET", "GET /albums"), ("GET", "GET /albums/{id}"), ("POST", "POST /albums")]
 
 
-def reports(seed: int, workers: int = 3, windows: int = 40) -> list[list[dict]]:
+def reports(seed: int, workers: int = 3, windows: int = 40) -> list[Shipment]:
     """Each worker's reports: every 3 windows, the windows since its last one (as Recorder.take()
     ships them), with the open model's second kind on some requests."""
     rng = random.Random(seed)
@@ -42,15 +46,66 @@ def reports(seed: int, workers: int = 3, windows: int = 40) -> list[list[dict]]:
     return out
 
 
-def reference_file(pieces: list[list[dict]]) -> str:
-    """The file as merging every piece at the end makes it (the code before the incremental merge)."""
+def unpacked(shipment: Shipment) -> list[tuple[tuple, bytes, list, int]]:
+    """A shipment read independently of Windows, with struct: ((window, type, name, kind index),
+    16-bit indices, [index, count, ...], failures) per (window, key) piece."""
+    out = []
+    for window, lengths, failures, triples, indices in shipment.windows:
+        n = len(shipment.keys)
+        sizes = struct.unpack(f"<{n}I", lengths)
+        fails = struct.unpack(f"<{n}I", failures) if failures else (0,) * n
+        at = 0
+        for position, (key, size) in enumerate(zip(shipment.keys, sizes, strict=True)):
+            pairs = [
+                v for i in range(0, len(triples), 3) if triples[i] == position for v in triples[i + 1 : i + 3]
+            ]
+            if size or pairs or fails[position]:
+                out.append(((window, *key), indices[at : at + 2 * size], pairs, fails[position]))
+            at += 2 * size
+        assert at == len(indices)
+    return out
+
+
+def counted(piece: tuple[tuple, bytes, list, int]) -> Counter:
+    """{bucket index: count} of one unpacked piece."""
+    _key, singles, pairs, _failures = piece
+    counts = Counter(struct.unpack(f"<{len(singles) // 2}H", singles))
+    for i in range(0, len(pairs), 2):
+        counts[pairs[i]] += pairs[i + 1]
+    return counts
+
+
+def combined(shipments: list[Shipment]) -> Shipment:
+    """Several reports' shipments as one (their pieces of one window and key together), as a worker
+    that reported once for all of them would have shipped them."""
+    windows: dict = {}
+    for shipment in shipments:
+        for (window, *key), singles, pairs, failures in unpacked(shipment):
+            keyed = windows.setdefault(window, {})
+            before = keyed.get(tuple(key), (b"", [], 0))
+            keyed[tuple(key)] = (before[0] + singles, before[1] + pairs, before[2] + failures)
+    return ship(windows)
+
+
+def only(shipment: Shipment, keep) -> Shipment:
+    """SHIPMENT with only the window entries whose window KEEP(window) keeps."""
+    return Shipment(shipment.keys, [entry for entry in shipment.windows if keep(entry[0])])
+
+
+def reference_file(pieces: list[Shipment]) -> str:
+    """The file as merging every piece at the end with hdrh makes it: each bucket recorded at its
+    value by hdrh's own record_value, histograms added by hdrh's add."""
     hists: dict[tuple, object] = {}
     failures: Counter = Counter()
     for report in pieces:
-        for e in report:
-            key = (e["w"], e["type"], e["name"], e["kind"])
-            hists.setdefault(key, new_histogram()).add(decode(e["hdr"], "test", "piece"))
-            failures[key] += e["failures"]
+        for piece in unpacked(report):
+            window, request_type, name, kind = piece[0]
+            key = (window, request_type, name, KINDS[kind])
+            hist = new_histogram()
+            for index, count in counted(piece).items():
+                hist.record_value(hist.get_value_from_index(index), count)
+            hists.setdefault(key, new_histogram()).add(hist)
+            failures[key] += piece[3]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=WINDOW_COLUMNS)
     writer.writeheader()
@@ -65,6 +120,15 @@ def reference_file(pieces: list[list[dict]]) -> str:
             fails = sum(failures[k] for k in keys if k[3] == kind)
             writer.writerow(window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails, encoded=False))
     return out.getvalue()
+
+
+def served(windows: Windows) -> int:
+    """Service-time samples in the run's totals of the sealed windows."""
+    return sum(sum(counts) for key, counts in windows.run.items() if key[2] == "service")
+
+
+def service_samples(shipment: Shipment) -> int:
+    return sum(sum(counted(piece).values()) for piece in unpacked(shipment) if piece[0][3] == 0)
 
 
 def written(windows: Windows) -> str:
@@ -93,7 +157,7 @@ def test_any_order_and_batching_writes_the_same_file(seed, order, batches):
     windows = Windows()
     i = 0
     for n in batches:
-        windows.merge([e for report in shuffled[i : i + n] for e in report])
+        windows.merge(combined(shuffled[i : i + n]))
         i += n
     assert i >= len(shuffled), "every report was merged"
     assert windows.sealed, "the test must exercise sealing"
@@ -106,19 +170,17 @@ def test_any_order_and_batching_writes_the_same_file(seed, order, batches):
 
 
 def test_a_late_piece_reopens_a_sealed_window_and_counts_once():
-    pieces = reports(7, workers=1, windows=30)
-    late = [e for e in pieces[0] if e["w"] == 0]
-    first = [e for e in pieces[0] if e["w"] != 0]
+    pieces = reports(7, workers=2, windows=30)
+    second = len(pieces) // 2  # the second worker's first report: its window 0 comes last
+    late = only(pieces[second], lambda w: w == 0)
     windows = Windows()
-    windows.merge(first)
-    for report in pieces[1:]:
-        windows.merge(report)
-    assert 0 not in windows.pieces and min(windows.sealed) == 1 and windows.newest > SEAL_AFTER
-    before = windows.run.aggregated("service").get_total_count()
-    windows.merge(late)  # window 0 is far behind the newest: sealed at once, with what came before
-    assert 0 in windows.sealed and 0 not in windows.pieces
-    late_count = sum(decode(e["hdr"], "t", "p").get_total_count() for e in late if e["kind"] == "service")
-    assert windows.run.aggregated("service").get_total_count() == before + late_count
+    for i, report in enumerate(pieces):
+        windows.merge(only(report, lambda w: w != 0) if i == second else report)
+    assert 0 in windows.sealed and 0 not in windows.piles and windows.newest > SEAL_AFTER
+    before, lines = served(windows), list(windows.sealed[0])
+    windows.merge(late)  # window 0 is far behind the newest: re-opened and sealed at once, with what it held
+    assert 0 in windows.sealed and 0 not in windows.piles and windows.sealed[0] != lines
+    assert served(windows) == before + service_samples(late) > before
     assert written(windows) == reference_file(pieces)
 
 
@@ -127,24 +189,64 @@ def test_totals_while_running_hold_open_and_sealed_windows_without_sealing():
     windows = Windows()
     for report in pieces:
         windows.merge(report)
-    assert windows.pieces and windows.sealed
-    open_before = {w: dict(k) for w, k in windows.pieces.items()}
-    everything = sum(
-        decode(e["hdr"], "t", "p").get_total_count() for r in pieces for e in r if e["kind"] == "service"
-    )
+    assert windows.piles and windows.sealed
+    open_before = {w: list(pile) for w, pile in windows.piles.items()}
+    everything = sum(service_samples(report) for report in pieces)
     assert windows.totals().aggregated("service").get_total_count() == everything
-    assert windows.pieces == open_before, "asking for totals seals nothing"
+    assert {w: list(pile) for w, pile in windows.piles.items()} == open_before, (
+        "asking for totals seals nothing"
+    )
 
 
-def test_an_undecodable_piece_is_left_out_and_counted():
-    pieces = reports(9, workers=1, windows=12)
-    bad = dict(pieces[0][0], hdr="HISTFAAAAB" + "x" * 20)
+def malformed(shipment: Shipment) -> list[tuple[str, object]]:
+    """SHIPMENT (a well-formed one) broken in each way a worker of another version, or a bug, could."""
+    keys, entries = shipment
+    window, lengths, failures, triples, indices = entries[0]
+    rest = entries[1:]
+
+    def entry(**changed) -> Shipment:
+        fields = {"w": window, "l": lengths, "f": failures, "p": triples, "i": indices, **changed}
+        return Shipment(keys, [[fields["w"], fields["l"], fields["f"], fields["p"], fields["i"]], *rest])
+
+    return [
+        (
+            "a format 1 list of objects",
+            [{"w": window, "type": "GET", "name": "x", "kind": "service", "hdr": "x"}],
+        ),
+        ("no keys", Shipment(None, entries)),
+        ("a key cut short", Shipment([keys[0][:2], *keys[1:]], entries)),
+        ("a kind out of range", Shipment([[*keys[0][:2], len(KINDS)], *keys[1:]], entries)),
+        ("a kind by name", Shipment([[*keys[0][:2], "service"], *keys[1:]], entries)),
+        ("a name that is not text", Shipment([[keys[0][0], 7, keys[0][2]], *keys[1:]], entries)),
+        ("windows that are not a list", Shipment(keys, "windows")),
+        ("an entry cut short", Shipment(keys, [entries[0][:4], *rest])),
+        ("a negative window", entry(w=-1)),
+        ("a window as text", entry(w="3")),
+        ("lengths of another key list", entry(l=lengths + bytes(4))),
+        ("lengths that do not add up", entry(l=struct.pack(f"<{len(keys)}I", *([1] * len(keys))))),
+        ("failures of another key list", entry(f=bytes(4 * len(keys) + 4))),
+        ("indices as text", entry(i=indices.decode("latin-1"))),
+        ("an index past the histogram", entry(i=indices[:-2] + struct.pack("<H", 24_576))),
+        ("a triple cut short", entry(p=[*triples, 0, 5])),
+        ("a triple of another key", entry(p=[*triples, len(keys), 5, 3])),
+        ("a triple counting nothing", entry(p=[*triples, 0, 5, 0])),
+        ("a triple past the histogram", entry(p=[*triples, 0, 24_576, 3])),
+    ]
+
+
+def test_a_malformed_shipment_is_refused_whole_naming_the_report():
+    good = reports(9, workers=1, windows=12)[0]
+    for what, bad in malformed(good):
+        windows = Windows()
+        windows.merge(good)
+        before = {w: list(pile) for w, pile in windows.piles.items()}
+        with pytest.raises(InputError) as e:
+            windows.merge(bad, "worker w1's report")
+        assert "worker w1's report" in str(e.value), what
+        assert {w: list(pile) for w, pile in windows.piles.items()} == before, f"{what}: nothing filed"
     windows = Windows()
-    windows.merge([bad, *pieces[0][1:]])
-    for report in pieces[1:]:
-        windows.merge(report)
-    windows.seal_all()
-    assert windows.corrupt == 1
+    windows.merge(good)  # unbroken: filed
+    assert windows
 
 
 HIGHEST = 3_600_000_000

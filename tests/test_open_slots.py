@@ -224,7 +224,7 @@ def test_batched_recording_equals_recording_each_sample(samples, flush_at):
     shipped = Timeline()
     shipped.merge(seconds)
     assert shipped.percentiles() == expected.percentiles()
-    assert recorder.take() == ([], {}), "take() starts the next report from zero"
+    assert recorder.take() == (([], []), {}), "take() starts the next report from zero"
 
 
 # --- the alarm: real gevent, a real timerfd ----------------------------------------------------------

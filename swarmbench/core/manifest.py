@@ -603,7 +603,8 @@ class Nodes(Record):
 @dataclass
 class WorkerLag(Record):
     """One load generator's event-loop lag (plugin/generator.py): whole-run figures and, per stats
-    report, [t_s, p50_ms, p99_ms, max_ms] (GeneratorLag.series_columns)."""
+    report, [t_s, p50_ms, p99_ms, max_ms] (GeneratorLag.series_columns); a long run's rows each
+    cover `reports_per_row` reports (the worst figure of those, t_s the last's: generator.LagSeries)."""
 
     id: str | None = None
     n: int | None = count()
@@ -611,6 +612,9 @@ class WorkerLag(Record):
     p99_ms: float | None = None
     max_ms: float | None = None
     series: list[list[float | None]] = field(default_factory=list)
+    reports_per_row: int | None = count()  # None: one row per report (short runs; runs from before)
+
+    OMIT_WHEN_NONE = frozenset({"reports_per_row"})
 
 
 @dataclass

@@ -44,17 +44,15 @@ import json
 import sys
 import weakref
 import zlib
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from functools import cache
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from hdrh.codec import ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
-from pyhdrh import add_array
-from pyhdrh import decode as decode_varints
 from pyhdrh import encode as _v2_varints
 
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
@@ -74,16 +72,17 @@ def is_compact(text: str) -> bool:
 
 def encode_compact(hist: HdrHistogram) -> str:
     """HIST (made by hdr.new_histogram) in this encoding."""
-    indices, counts = _buckets(hist)
+    return encode_buckets(*buckets(hist))
+
+
+def encode_buckets(indices: list[int], counts: list[int]) -> str:
+    """The non-empty buckets INDICES (ascending counts indices of hdr.new_histogram's) holding COUNTS,
+    in this encoding: what the master writes for each window without a histogram in between."""
     out = bytearray()
     _varint(len(indices), out)
-    previous = -1
-    for index, count in zip(indices, counts, strict=True):
-        _varint((index - previous - 1) * 2 + (count == 1), out)
-        previous = index
-    for count in counts:
-        if count != 1:
-            _varint(count, out)
+    previous = [-1, *indices[:-1]] if indices else []
+    _varints([(i - p) * 2 - 2 + (c == 1) for i, p, c in zip(indices, previous, counts, strict=True)], out)
+    _varints([count for count in counts if count != 1], out)
     deflate = zlib.compressobj(9, zlib.DEFLATED, _WBITS)
     return PREFIX + base64.b64encode(deflate.compress(bytes(out)) + deflate.flush()).decode("ascii")
 
@@ -101,6 +100,17 @@ def is_whole(text: str) -> bool:
 def decode_compact(text: str, hist: HdrHistogram) -> HdrHistogram:
     """TEXT's buckets into HIST (a new, empty hdr.new_histogram()); ValueError when TEXT is not a
     whole encoding of one (cut off, bad base64, a bucket out of range, bytes left over)."""
+    indices, counts = decode_buckets(text)
+    counts_array = hist.counts
+    for index, count in zip(indices, counts, strict=True):
+        counts_array[index] = count
+    if indices:
+        hist.set_internal_tacking_values(indices[0], indices[-1], sum(counts))
+    return hist
+
+
+def decode_buckets(text: str) -> tuple[list[int], list[int]]:
+    """TEXT's (indices, counts) of its non-empty buckets, ascending; ValueError as decode_compact."""
     try:
         raw = binascii.a2b_base64(text[len(PREFIX) :], strict_mode=True)
         inflate = zlib.decompressobj(_WBITS)
@@ -115,24 +125,20 @@ def decode_compact(text: str, hist: HdrHistogram) -> HdrHistogram:
     if n < 0 or len(tokens) != n:
         raise ValueError("cut off")
     others = iter(values[1 + n :])
-    counts_array, limit = hist.counts, hist.counts_len
-    index, total, first = -1, 0, -1
+    indices, counts, index = [], [], -1
     for token in tokens:
         index += (token >> 1) + 1
         count = 1 if token & 1 else next(others, 0)
-        if index >= limit or count <= 0:
+        if index >= COUNTS_LEN or count <= 0:
             raise ValueError("a bucket out of range, or a count missing")
-        counts_array[index] = count
-        total += count
-        first = index if first < 0 else first
+        indices.append(index)
+        counts.append(count)
     if next(others, None) is not None:
         raise ValueError("more counts than buckets")
-    if total:
-        hist.set_internal_tacking_values(first, index, total)
-    return hist
+    return indices, counts
 
 
-def _buckets(hist: HdrHistogram) -> tuple[list[int], list[int]]:
+def buckets(hist: HdrHistogram) -> tuple[list[int], list[int]]:
     """(indices, counts) of HIST's non-empty buckets, from hdrh's C V2 varints (zigzag LEB128: a
     negative value is a run of that many empty buckets), so no Python loop over empty buckets."""
     if not hist.total_count:
@@ -151,6 +157,35 @@ def _buckets(hist: HdrHistogram) -> tuple[list[int], list[int]]:
             counts.append(value)
             index += 1
     return indices, counts
+
+
+def _varints(values: list[int], out: bytearray) -> None:
+    """VALUES (>= 0) as varints onto OUT: all in one C call when each fits one byte, or two (a
+    table of the two-byte ones), else one by one (the master encodes every window and name:
+    thousands of buckets a second, counts in the tens to thousands)."""
+    top = max(values, default=0)
+    if top < 0x80:
+        out += bytes(values)
+    elif top < _TWO_BYTES:
+        out += b"".join(map(_varint_table().__getitem__, values))
+    else:
+        for value in values:
+            _varint(value, out)
+
+
+_TWO_BYTES = 1 << 14
+"""Values below this are varints of one or two bytes: _varint_table holds them all."""
+
+
+@cache
+def _varint_table() -> list[bytes]:
+    """Every varint of one or two bytes (~0.6 MB), made when a master first encodes counts >= 128."""
+    table = []
+    for value in range(_TWO_BYTES):
+        one = bytearray()
+        _varint(value, one)
+        table.append(bytes(one))
+    return table
 
 
 def _varint(value: int, out: bytearray) -> None:
@@ -390,33 +425,91 @@ def max_ms(hist: HdrHistogram) -> float:
 
 
 def percentile_values(hist: HdrHistogram, percentiles: Iterable[float]) -> dict[float, int]:
-    """{percentile: value in µs}, the same values as hdrh's get_percentile_to_value_dict.
+    """{percentile: value in µs}, the same values as hdrh's get_percentile_to_value_dict, read from
+    HIST's non-empty buckets (bucket_percentiles)."""
+    return bucket_percentiles(*buckets(hist), percentiles)
 
-    Method: the first counts index whose running total reaches the percentile's target count
-    (round(p% of the total), at least 1) gives the highest value equivalent to that index. hdrh
-    walks the counts one Python step at a time (~1 ms a histogram); here the running totals are
-    itertools.accumulate over the counts up to the largest recorded index and each target is a
-    bisect: the same index, ~20 times faster (what keeps the master's per-window rows cheap)."""
-    limit = min(hist.counts_len, hist.encoder.payload.counts_len)
-    if hist.max_value:
-        limit = min(limit, hist._counts_index_for(hist.max_value) + 1)
-    running = list(accumulate(hist.counts[:limit]))
+
+def bucket_percentiles(
+    indices: list[int], counts: list[int], percentiles: Iterable[float]
+) -> dict[float, int]:
+    """{percentile: value in µs} of the histogram whose non-empty buckets are INDICES (ascending)
+    holding COUNTS: the same values as hdrh's get_percentile_to_value_dict.
+
+    Method: the first bucket whose running total reaches the percentile's target count
+    (round(p% of the total), at least 1: hdrh's get_target_count_at_percentile) gives the highest
+    value equivalent to its index (the lowest for p = 0). hdrh walks all 24,576 counts one Python
+    step at a time (~1 ms a histogram); here the running totals are itertools.accumulate over the
+    non-empty buckets only and each target is a bisect (what keeps the master's per-window rows
+    cheap). Empty buckets never move a running total, so the bucket found is the one hdrh finds."""
+    running = list(accumulate(counts))
+    total = running[-1] if running else 0
     out: dict[float, int] = {}
     for p in percentiles:
-        index = bisect_left(running, hist.get_target_count_at_percentile(p))
-        if p <= 100 and index < len(running):
-            value = hist.get_value_from_index(index)
-            out[p] = (
-                hist.get_highest_equivalent_value(value) if p else hist.get_lowest_equivalent_value(value)
-            )
+        target = max(int(min(p, 100.0) * total / 100 + 0.5), 1)
+        position = bisect_left(running, target)
+        if p <= 100 and position < len(running):
+            value = _VALUES.get_value_from_index(indices[position])
+            out[p] = _VALUES.get_highest_equivalent_value(value) if p else value
     return out
+
+
+def summed_percentiles(
+    parts: list[tuple[list[int], list[int]]], percentiles: Iterable[float]
+) -> dict[float, int]:
+    """bucket_percentiles of the histograms PARTS (each its (indices, counts), ascending) added up,
+    without adding them: the running total of the sum at an index is the sum of each part's running
+    total there (a bisect into each), which only grows with the index, so the first index where it
+    reaches a target is found by bisecting the indices: ~15 steps of one bisect per part, where
+    adding the parts costs a step per bucket (a window's Aggregated row, every window, on the
+    master). The same values as bucket_percentiles of the sum: tests/test_latency_merge.py."""
+    runs = [(indices, list(accumulate(counts))) for indices, counts in parts if indices]
+    total = sum(running[-1] for _, running in runs)
+    out: dict[float, int] = {}
+    if not runs:
+        return out
+    first, last = min(indices[0] for indices, _ in runs), max(indices[-1] for indices, _ in runs)
+    for p in percentiles:
+        target = max(int(min(p, 100.0) * total / 100 + 0.5), 1)
+        if p > 100 or target > total:
+            continue
+        low, high = first, last  # the first index whose running total reaches TARGET is in here
+        while low < high:
+            middle = (low + high) // 2
+            reached = 0
+            for indices, running in runs:
+                position = bisect_right(indices, middle)
+                if position:
+                    reached += running[position - 1]
+            if reached >= target:
+                high = middle
+            else:
+                low = middle + 1
+        value = _VALUES.get_value_from_index(low)
+        out[p] = _VALUES.get_highest_equivalent_value(value) if p else value
+    return out
+
+
+def bucket_max(indices: list[int]) -> int:
+    """The max (µs) hdrh reports (get_max_value) of a histogram whose highest non-empty bucket is
+    INDICES[-1]: that bucket's highest equivalent value, as a decoded histogram's."""
+    return _VALUES.get_highest_equivalent_value(_VALUES.get_value_from_index(indices[-1])) if indices else 0
 
 
 def percentile_columns(hist: HdrHistogram, percentiles: tuple[float, ...] = PERCENTILES) -> dict[str, float]:
     """{"p50_ms": ..., "max_ms": ...} in one pass over the counts (percentile_values)."""
-    values = percentile_values(hist, percentiles)
+    return bucket_columns(*buckets(hist), percentiles)
+
+
+def bucket_columns(indices: list[int], counts: list[int], percentiles: tuple[float, ...]) -> dict[str, float]:
+    """percentile_columns of the histogram whose non-empty buckets are INDICES holding COUNTS."""
+    return ms_columns(bucket_percentiles(indices, counts, percentiles), percentiles, bucket_max(indices))
+
+
+def ms_columns(values: dict[float, int], percentiles: tuple[float, ...], top: int) -> dict[str, float]:
+    """{"p50_ms": ..., "max_ms": ...} of VALUES {percentile: µs} and TOP, the max in µs."""
     out = {f"p{p:g}_ms": round(values[p] / 1000, 3) for p in percentiles}
-    out["max_ms"] = max_ms(hist)
+    out["max_ms"] = round(top / 1000, 3)
     return out
 
 
@@ -513,93 +606,40 @@ TIMELINE_COLUMNS = tuple(f"{kind}_{stat}" for kind in KINDS for stat in ("count"
 """The latency columns Timeline.percentiles() adds to each second of locust_arrival.csv."""
 
 
-# --- adding shipped histograms without a histogram per piece: the master's hot path -------------
+# --- bucket indices: the histograms as counts per bucket, without a histogram --------------------
 #
-# Adding shipped histograms into one without a histogram per piece: the master's hot path.
-#
-# The master seals each 1-second window by adding up every worker's piece of it, per request name
-# (latency/windows.py Windows): at 1,000 workers x 10 names some 13,000 pieces a second. hdrh's way,
-# HdrHistogram.decode(text) then add(), builds a histogram per piece (24,576 counters allocated and
-# zeroed, a score of Python attribute computations) and adds all 24,576 counters: 45-60 µs a piece
-# here, three quarters of a 1,000-worker master's CPU (bench/bench_master_scale.py --profile). Here a
-# piece is inflated and its varints decoded by hdrh's own C decoder into one scratch array kept for
-# the purpose, then only the span of buckets it holds is added (hdrh's C add_array) and cleared
-# again: ~5 µs, the same counts, the same total and max.
-#
-# Only pieces with new_histogram's parameters take this path (every Swarmbench worker's); any
-# other V2 histogram is added the hdrh way. A malformed piece raises (binascii, zlib, ValueError) as
-# hdrh's decode does; the caller names it. No Locust or gevent here (this layer's rule).
+# Workers ship each window's samples as the indices of their buckets in hdr.new_histogram()'s counts
+# array (latency/windows.py: the wire format), and the master counts them per window and name and
+# makes the window's rows from the non-empty buckets (bucket_percentiles, encode_buckets): no 200 KB
+# histogram per piece, per window or per name. The index arithmetic is hdrh's for LOWEST_US = 1
+# (unit magnitude 0); tests/test_hdr_add.py checks it against hdrh's own.
 
-WORD = 8
-"""Bytes per counter: hdrh's histograms count in 64-bit words (its V2 decoder's word size)."""
+_VALUES = new_histogram()
+"""A histogram of ours used only for hdrh's value arithmetic (value of an index, its bucket's
+highest value): it depends on the parameters alone, never on counts."""
+
+COUNTS_LEN = _VALUES.counts_len
+"""Buckets in one of our histograms (24,576 for 1 µs .. 1 h at 3 digits): every index is below."""
+
+_HALF_BITS = SUB_BUCKET_BITS - 1
+_HALF = 1 << _HALF_BITS
+_MASK = (1 << SUB_BUCKET_BITS) - 1
 
 
-class Adder:
-    """Adds V2-encoded histograms (hdrh's encode(): what workers ship) into histograms made like
-    TEMPLATE (hdr.new_histogram()), through one scratch array of TEMPLATE's length."""
+def bucket_index(us: int) -> int:
+    """The counts index where record_value(clamped(US)) counts it (hdrh's _counts_index_for)."""
+    us = HIGHEST_US if us > HIGHEST_US else LOWEST_US if us < LOWEST_US else us
+    bucket = (us | _MASK).bit_length() - _HALF_BITS - 1
+    return ((bucket + 1) << _HALF_BITS) + (us >> bucket) - _HALF
 
-    def __init__(self, template: HdrHistogram) -> None:
-        probe = HdrHistogram(
-            template.lowest_trackable_value, template.highest_trackable_value, template.significant_figures
-        )
-        probe.record_value(template.lowest_trackable_value)
-        raw = base64.b64decode(probe.encode())
-        payload = zlib.decompress(raw[ext_header_size:])
-        self.outer_cookie = raw[:4]
-        self.cookie = payload[:4]
-        self.settings = payload[8:payload_header_size]  # index offset, digits, range, conversion ratio
-        self.length = probe.counts_len
-        self.scratch = (ctypes.c_int64 * self.length)()
-        self.values = probe  # index arithmetic only
 
-    def sum_into(self, hist: HdrHistogram, texts: Iterable[str], other: Callable[[str], HdrHistogram]) -> int:
-        """Every TEXT's counts into HIST (made like the template): what hist.add(HdrHistogram.decode(
-        TEXT)) does to its counts, total and max (its min becomes the lowest bucket's value; nothing
-        reads it). A text that is not a V2 histogram of the template's parameters is added as
-        OTHER(text) makes it (hdr.decode: ours, another encoding, hdrh's own mapping). Returns how
-        many texts could not be read either way (left out; the rest are added).
-
-        One loop over all the texts with everything in locals: this runs for every piece a master
-        receives, and a method call and attribute lookups per piece cost as much as the C work."""
-        a2b, inflate, varints, add, clear = (
-            binascii.a2b_base64,
-            zlib.decompress,
-            decode_varints,
-            add_array,
-            ctypes.memset,
-        )
-        outer, cookie, settings, length = self.outer_cookie, self.cookie, self.settings, self.length
-        scratch, counts = ctypes.addressof(self.scratch), ctypes.addressof(hist.counts)
-        head, tail = ext_header_size, payload_header_size
-        total, low, high, bad = 0, length, -1, 0
-        for text in texts:
-            try:
-                raw = a2b(text, strict_mode=True)
-            except (binascii.Error, ValueError, TypeError):
-                raw = b""  # not base64 (hdr_compact's "z1:"): OTHER's
-            try:
-                if raw[:4] == outer and int.from_bytes(raw[4:head], "big") == len(raw) - head:
-                    payload = inflate(raw[head:])
-                    if payload[:4] == cookie and payload[8:tail] == settings:
-                        try:
-                            found = varints(payload, tail, scratch, length, WORD)
-                        except Exception:
-                            clear(scratch, 0, length * WORD)  # a partial decode left counts behind
-                            raise
-                        first, last = found["min_nonzero_index"], found["max_nonzero_index"]
-                        if first >= 0:
-                            offset, span = first * WORD, (last - first + 1) * WORD
-                            add(counts + offset, scratch + offset, last - first + 1, WORD)
-                            clear(scratch + offset, 0, span)
-                            total += found["total"]
-                            low, high = min(low, first), max(high, last)
-                        continue
-                hist.add(other(text))
-            except Exception:  # noqa: BLE001 -- binascii, zlib, hdrh's and OTHER's errors: left out
-                bad += 1
-        if high >= 0:
-            hist.total_count += total
-            hist.min_value = min(hist.min_value, self.values.get_value_from_index(low))
-            top = self.values.get_value_from_index(high)
-            hist.max_value = max(hist.max_value, self.values.get_highest_equivalent_value(top))
-        return bad
+def from_buckets(counts: dict[int, int]) -> HdrHistogram:
+    """A histogram of ours holding COUNTS {counts index: count} (non-zero): what decoding one whose
+    buckets those are gives, total, min and max included."""
+    hist = new_histogram()
+    into = hist.counts
+    for index, count in counts.items():
+        into[index] = count
+    if counts:
+        hist.set_internal_tacking_values(min(counts), max(counts), sum(counts.values()))
+    return hist

@@ -1,23 +1,14 @@
 """The load generator's side of the exact latency percentiles: every request's latencies, buffered
-and counted into HDR histograms per 1-second window (swarmbench/latency/windows.py), then shipped
-encoded. One recorder for every run: the closed model records the service time, the open model
-(--arrival-rate) the time since the intended start as well, in the same call."""
+per 1-second window (swarmbench/latency/windows.py) and shipped as the HDR buckets they count in (the
+windows' wire format). One recorder for every run: the closed model records the service time, the
+open model (--arrival-rate) the time since the intended start as well, in the same call."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from swarmbench.latency.histogram import (
-    KINDS,
-    SUB_BUCKET_BITS,
-    Timeline,
-    add_counts,
-    bucket_us,
-    clear,
-    new_histogram,
-)
-from swarmbench.latency.windows import WINDOW_S, rebase, ship, window_of
+from swarmbench.latency.histogram import KINDS, SUB_BUCKET_BITS, Timeline, bucket_us
+from swarmbench.latency.windows import WINDOW_S, Packed, Shipment, pack, ship, window_of
 
 
 class _Buffer:
@@ -36,11 +27,9 @@ class Recorder:
 
     At thousands of requests per second, an HDR record_value() per request and kind costs a load
     generator ~5 % of its requests. Appending to a list costs a tenth of one, and latencies in
-    microseconds repeat a lot: a batch goes into a histogram as {value: count}, one call per
-    distinct value. The histograms are the same as if each sample had been recorded on its own.
-    A flush encodes what it counted at once (a few hundred bytes a window and name) through one
-    scratch histogram (~200 KB), cleared between entries: no histogram per window and name is made
-    or kept, however long a standalone run goes without a report.
+    microseconds repeat a lot: a batch is counted as {value: count} (one Counter, in C) and shipped
+    as the buckets those values fall in (windows.pack, windows.ship: the wire format): no histogram
+    per window and name is made or kept, however long a standalone run goes without a report.
     """
 
     FLUSH_AT = 20_000
@@ -52,8 +41,9 @@ class Recorder:
         self.buffers: dict[tuple[int, str, str], _Buffer] = {}
         self.by_second: dict[int, tuple[list[int], list[int]]] = {}  # open model: intended start's second
         self.timeline = Timeline()
-        self.shipped: list[dict[str, Any]] = []  # encoded window entries since the last take
-        self.scratch = new_histogram()  # every entry's histogram, cleared in between (hdr.clear)
+        self.shipped: dict[
+            int, dict[tuple[str, str, int], Packed]
+        ] = {}  # window -> key -> since the last take
 
     def record(
         self,
@@ -110,12 +100,22 @@ class Recorder:
         return buffer
 
     def flush(self) -> None:
+        shipped = self.shipped
         for (window, request_type, name), buffer in self.buffers.items():
-            for kind, values, failures in zip(KINDS, buffer.values, buffer.failures, strict=True):
+            for kind, values, failures in zip(range(len(KINDS)), buffer.values, buffer.failures, strict=True):
                 if values:
-                    hist = clear(self.scratch)  # encoded by ship() before the next entry reuses it
-                    add_counts(hist, Counter(values))
-                    self.shipped.append(ship((window, request_type, name, kind), hist, failures))
+                    keyed = shipped.get(window)
+                    if keyed is None:
+                        keyed = shipped[window] = {}
+                    singles, pairs = pack(Counter(values))
+                    before = keyed.get((request_type, name, kind))
+                    if before is not None:  # flushed before in this report (FLUSH_AT): together
+                        singles, pairs, failures = (
+                            before[0] + singles,
+                            before[1] + pairs,
+                            before[2] + failures,
+                        )
+                    keyed[(request_type, name, kind)] = (singles, pairs, failures)
         for second, lists in self.by_second.items():
             for kind, values in zip(KINDS, lists, strict=True):
                 if values:
@@ -123,11 +123,11 @@ class Recorder:
         self.buffers.clear()
         self.by_second.clear()
 
-    def take(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
-        """Everything since the last take, encoded: (window entries, Timeline.take())."""
+    def take(self) -> tuple[Shipment, dict[str, dict[str, str]]]:
+        """Everything since the last take, as shipped: (the windows' Shipment, Timeline.take())."""
         self.flush()
-        shipped, self.shipped = self.shipped, []
-        return shipped, self.timeline.take()
+        shipped, self.shipped = self.shipped, {}
+        return ship(shipped), self.timeline.take()
 
     def rebase(self, counted_from: float, t0: float) -> None:
         """What is not shipped yet counts its windows from T0 (the master moved the start: a web-UI
@@ -144,7 +144,14 @@ class Recorder:
                 for kind in range(len(KINDS)):
                     mine.values[kind].extend(buffer.values[kind])
                     mine.failures[kind] += buffer.failures[kind]
-        self.shipped = rebase(self.shipped, counted_from, t0)
+        shipped, self.shipped = self.shipped, {}
+        for window, keyed in shipped.items():
+            into = self.shipped.setdefault(window_of(counted_from + window * WINDOW_S - t0), {})
+            for key, (singles, pairs, failures) in keyed.items():
+                if key in into:  # two old windows in one new one (window 0): the same samples, together
+                    before = into[key]
+                    singles, pairs, failures = before[0] + singles, before[1] + pairs, before[2] + failures
+                into[key] = (singles, pairs, failures)
 
     def clear(self) -> None:
         """Forget what was not shipped (a new test: Locust clears its stats then too)."""

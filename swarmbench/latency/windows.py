@@ -2,16 +2,40 @@
 
 Every run records them (plugin/latency.py): each load generator counts its requests' response
 times into the window in which each request ENDED (Locust counts a request when it ends too),
-ships the windows as encoded deltas with its stats report, and the master files the pieces by
-window. Windows are counted from the test start (the master's: every generator uses its clock).
+ships the windows as deltas with its stats report, and the master counts them by window. Windows
+are counted from the test start (the master's: every generator uses its clock).
 
-The master keeps the pieces encoded (a few hundred bytes each; a live histogram is ~200 KB) and
-decodes them when it writes: locust_latency_windows.csv, one row per window and (type, name, kind),
-each with its encoded histogram (latency/histogram.py's compact encoding: half the bytes of
-HdrHistogram's V2), so a later reader
-can merge any span of windows exactly (and bootstrap over them); plus an Aggregated row per window and
-kind with its percentiles but no histogram (blank): it is the sum of the window's other rows of that
-kind, so a reader merges those (files written before this kept one there, in V2: still read).
+The wire format (WIRE_VERSION; internal: workers and master ship in one image, and a master refuses
+another version's windows, saying so) is a Shipment: the report's keys, then one entry per window,
+
+    keys     [[type, name, kind], ...]      kind: its index in KINDS
+    windows  [[window, lengths, failures, pairs, indices], ...]
+
+`indices` holds the window's samples as the counts indices (histogram.py bucket_index) of their
+buckets, little-endian 16-bit integers, key after key in the keys' order, one per sample of the
+buckets that hold at most REPEAT_MAX; `lengths` how many each key has (32-bit, one per key),
+`failures` the same for failed requests (empty when none failed), `pairs` [key position, index,
+count, ...] for the fuller buckets. The master checks a report (a few C calls a window) and files
+each window entry as it came: one append a window, whatever the number of keys. It splits and
+counts a window once, when it seals it: each key's indices appended to one buffer (a memory copy
+per piece, in one loop), then counted by a Counter over an array of 16-bit integers, in C.
+
+Before (format 1, no version field) each (window, key) piece was an HdrHistogram V2 base64 text in a
+map of its own: msgpack made ~20 objects of every piece, and the master inflated, decoded and
+added each one over the span of its buckets (5-15 µs a piece, ~13,000 pieces a second at 1,000
+workers x 10 names: most of the master's extra CPU, bench/bench_master_scale.py), in bursts
+when a window was sealed. A sample now costs 2 bytes on the wire (V2: ~150 a piece) and ~0.1 µs
+when its window is sealed.
+
+The master keeps open windows (the last SEAL_AFTER) as those entries (2 bytes a sample). Older
+ones are sealed: counted, added to the run's totals, and their CSV lines made from the non-empty
+buckets (percentiles and the compact encoding, no histogram in between):
+locust_latency_windows.csv, one row per window and (type, name, kind), each with its encoded
+histogram (latency/histogram.py's compact encoding: half the bytes of HdrHistogram's V2), so a
+later reader can merge any span of windows exactly (and bootstrap over them); plus an Aggregated
+row per window and kind with its percentiles but no histogram (blank): it is the sum of the
+window's other rows of that kind, so a reader merges those (files written before this kept one
+there, in V2: still read).
 
 Shared by the plugin and the analysis: no Locust or gevent here (swarmbench/latency/histogram.py's rule).
 """
@@ -20,26 +44,29 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from functools import cache
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from hdrh.histogram import HdrHistogram
+from typing import Any, NamedTuple
 
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError, read_text
 from swarmbench.latency import histogram
 from swarmbench.latency.histogram import (
+    COUNTS_LEN,
     FORMAT_VERSION,
     KINDS,
-    Adder,
     Key,
     LatencyBook,
+    bucket_columns,
+    bucket_index,
+    bucket_max,
     decode,
-    new_histogram,
-    percentile_columns,
+    from_buckets,
+    ms_columns,
+    summed_percentiles,
 )
 
 WINDOW_S = 1
@@ -59,10 +86,49 @@ WINDOW_COLUMNS = (
 from the test start, then milliseconds, then the window's histogram (the compact encoding, or
 HdrHistogram's V2 base64 in older files; blank in Aggregated rows: the sum of the window's others)."""
 
-# Keys of one shipped window entry (a worker's stats report -> the master); not run.json keys.
-WINDOW, TYPE, NAME, KIND, HDR, FAILURES = "w", "type", "name", "kind", "hdr", "failures"
+WIRE_VERSION = 2
+"""Of the windows a worker ships (the module docstring); plugin/latency.py sends it with them and
+the master leaves out, and names, a worker's windows of another version. 1: one object per piece
+with its HdrHistogram V2 text (no version field)."""
+
+REPEAT_MAX = 2
+"""A bucket holding up to this many of a window's samples of one key ships its index that many
+times among the 16-bit indices (counted in C at the master, ~0.1 µs each); a fuller one ships as a
+(key, index, count) triple, which the master adds in Python (~0.15 µs): at a few hundred requests
+a second a bucket rarely holds more, at thousands the triples keep the bytes per bucket, not sample."""
+
+SEAL_AFTER = 6
+"""Windows a window stays open behind the newest one seen before it is counted per key and its CSV
+rows are made. Workers report every 3 s, each report holding the windows since their last one, so
+after ~2 report intervals a window rarely gets more; a piece that still comes later re-opens it
+(the rows are made again, as exact: only slower)."""
+
+KEYSETS_KEPT = 1024
+"""Distinct key lists (a report's [type, name, kind]s, in its order) the master remembers checked:
+workers of one scenario send a few, so each report's is found, not checked and copied again; past
+this many (names that come and go) the memory starts over."""
 
 WindowKey = tuple[int, str, str, str]  # (window, request type, name, kind)
+Packed = tuple[bytes, list[int], int]  # one window's samples of one key: (16-bit indices, pairs, failures)
+Filed = tuple[tuple[Key, ...], bytes, bytes, list[int], bytes]  # a window entry as the master keeps it
+
+
+class Shipment(NamedTuple):
+    """What a worker ships (the module docstring): msgpack sends it as a list of the two."""
+
+    keys: list[list[Any]]
+    windows: list[list[Any]]
+
+
+_U32 = next(code for code in "ILH" if array(code).itemsize == 4)  # 'I' on every platform Python runs on
+_SWAP = sys.byteorder != "little"  # the wire is little-endian; arrays are native
+_HIGH_BYTES = bytes(range(COUNTS_LEN >> 8))
+"""The high bytes an index may have (COUNTS_LEN is a multiple of 256): how a report's indices are
+checked in C (bytes.translate deletes these), rather than one by one."""
+_EXPECTED = "not a [window, lengths, failures, pairs, indices] entry of this report's keys"
+
+if COUNTS_LEN % 256 or COUNTS_LEN > 1 << 16:
+    raise RuntimeError(f"the histograms' {COUNTS_LEN} buckets do not fit the 16-bit wire format")
 
 
 def window_of(seconds_since_start: float) -> int:
@@ -71,144 +137,289 @@ def window_of(seconds_since_start: float) -> int:
     return max(0, int(seconds_since_start // WINDOW_S))
 
 
-def ship(key: WindowKey, hist: HdrHistogram, failures: int) -> dict[str, Any]:
-    """One window entry of a worker's report."""
-    window, request_type, name, kind = key
-    encoded = hist.encode().decode("ascii")
-    return {WINDOW: window, TYPE: request_type, NAME: name, KIND: kind, HDR: encoded, FAILURES: failures}
+def pack(values: Counter[int]) -> tuple[bytes, list[int]]:
+    """Samples VALUES {µs: how many} as shipped: (16-bit little-endian bucket indices, one per
+    sample, of the buckets holding at most REPEAT_MAX; [index, count, ...] of the others).
+    Microseconds out of the histograms' range count at its edge (histogram.clamped)."""
+    singles, pairs = array("H"), []
+    append = singles.append
+    for us, n in values.items():
+        index = bucket_index(us)
+        if n == 1:
+            append(index)
+        elif n <= REPEAT_MAX:
+            singles.extend((index,) * n)
+        else:
+            pairs += (index, n)
+    if _SWAP:
+        singles.byteswap()
+    return singles.tobytes(), pairs
 
 
-SEAL_AFTER = 6
-"""Windows a window stays open behind the newest one seen before its pieces are merged into one
-histogram per key and its CSV rows are made. Workers report every 3 s, each report holding the
-windows since their last one, so after ~2 report intervals a window rarely gets more; a piece that
-still comes later re-opens it (the rows are made again, as exact: only slower)."""
+def ship(windows: dict[int, dict[tuple[str, str, int], Packed]]) -> Shipment:
+    """WINDOWS {window: {(type, name, kind index): packed samples}} as one Shipment."""
+    positions: dict[tuple[str, str, int], int] = {}
+    for keyed in windows.values():
+        for key in keyed:
+            positions.setdefault(key, len(positions))
+    keys = [list(key) for key in positions]
+    entries = []
+    for window, keyed in windows.items():
+        lengths, failures, chunks, pairs = [0] * len(keys), [0] * len(keys), [b""] * len(keys), []
+        for key, (singles, key_pairs, failed) in keyed.items():
+            at = positions[key]
+            chunks[at], lengths[at], failures[at] = singles, len(singles) // 2, failed
+            for i in range(0, len(key_pairs), 2):
+                pairs += (at, key_pairs[i], key_pairs[i + 1])
+        failed_any = _u32_bytes(failures) if any(failures) else b""
+        entries.append([window, _u32_bytes(lengths), failed_any, pairs, b"".join(chunks)])
+    return Shipment(keys, entries)
 
 
-def rebase(entries: Iterable[Any], counted_from: float, t0: float) -> list[Any]:
-    """Shipped entries whose windows count from COUNTED_FROM, re-filed to count from T0 (a web-UI
-    reset moved the start): each by its window's start, so what ended before T0 lands in window 0.
-    Entries that are not objects pass unchanged (merge() names them)."""
-    out = []
-    for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get(WINDOW), int):
-            entry = {**entry, WINDOW: window_of(counted_from + entry[WINDOW] * WINDOW_S - t0)}
-        out.append(entry)
-    return out
+def rebase(shipment: Any, counted_from: float, t0: float) -> Any:
+    """A shipment whose windows count from COUNTED_FROM, re-filed to count from T0 (a web-UI reset
+    moved the start): each window by its start, so what ended before T0 lands in window 0 (two
+    entries of one window then: the master adds both). What is not a shipment passes unchanged
+    (merge() names it)."""
+    try:
+        keys, entries = shipment
+        moved = [[window_of(counted_from + e[0] * WINDOW_S - t0), *e[1:]] for e in entries]
+    except (TypeError, ValueError, IndexError):
+        return shipment
+    return Shipment(keys, moved)
+
+
+def _u32_bytes(values: list[int]) -> bytes:
+    """VALUES as the wire's little-endian 32-bit integers."""
+    out = array(_U32, values)
+    if _SWAP:
+        out.byteswap()
+    return out.tobytes()
+
+
+def _u32(data: bytes) -> array:
+    values = array(_U32, data)
+    if _SWAP:
+        values.byteswap()
+    return values
+
+
+def _indices(data: bytes | bytearray) -> array:
+    values = array("H", data)
+    if _SWAP:
+        values.byteswap()
+    return values
+
+
+class Pile:
+    """One window's samples of one (type, name, kind) being split out of its entries: every piece's
+    16-bit indices appended to one buffer, its pairs to one list; then counted."""
+
+    __slots__ = ("pairs", "singles")
+
+    def __init__(self) -> None:
+        self.singles = bytearray()
+        self.pairs: list[int] = []
+
+    def counts(self) -> Counter[int]:
+        """{bucket index: samples}: the indices counted in C (Counter over an array), then the pairs."""
+        counts = Counter(_indices(self.singles))
+        pairs = self.pairs
+        for i in range(0, len(pairs), 2):
+            counts[pairs[i]] += pairs[i + 1]
+        return counts
 
 
 class Windows:
-    """The master's (or a reader's) windows, merged as they come (the master's memory and CPU stay
+    """The master's (or a reader's) windows, filed as they come (the master's memory and CPU stay
     bounded in long runs; the end only writes what is made).
 
-    Open windows (the last SEAL_AFTER) keep the shipped pieces encoded: a few hundred bytes each,
-    where a live histogram is ~200 KB. Older ones are sealed: their pieces decoded once, added up
-    per key, added to the run's totals, and their CSV lines made (percentiles, the encoded merged
-    histogram). What is kept then is about the size of the file to be written, whatever the number
-    of workers and reports. HDR histograms add exactly and encode deterministically, so the files
-    are the same whatever the order or batching the pieces came in.
+    Open windows (the last SEAL_AFTER) keep their entries as shipped (2 bytes a sample). Older ones
+    are sealed: counted per key, added to the run's totals, and their CSV lines made (percentiles,
+    the encoded merged histogram). What is kept then is about the size of the file to be written,
+    whatever the number of workers and reports. Counts add exactly and the encoding is
+    deterministic, so the files are the same whatever the order or batching the pieces came in.
     """
 
     def __init__(self) -> None:
-        self.pieces: dict[int, dict[Key, list[str]]] = {}  # open windows (and late pieces of sealed ones)
+        self.piles: dict[int, list[Filed]] = {}  # open windows (and late pieces of sealed ones)
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
-        self.failures: Counter[WindowKey] = Counter()
-        self.run = LatencyBook()  # the sealed windows added up
+        self.failures: Counter[WindowKey] = Counter()  # of the sealed windows
+        self.run: dict[Key, list[int]] = {}  # the sealed windows added up: counts per bucket index
         self.newest = -1
         self.version = 0  # bumped by every merge: a reader caching totals() knows when to recompute
-        self.corrupt = 0  # pieces that did not decode (left out)
+        self.keysets: dict[tuple[Any, ...], tuple[Key, ...]] = {}  # checked key lists (KEYSETS_KEPT)
 
     def __bool__(self) -> bool:
-        return bool(self.pieces or self.sealed)
+        return bool(self.piles or self.sealed)
 
-    def merge(self, entries: Iterable[Any], where: str | Path = "a worker's report") -> None:
-        """File shipped entries; InputError naming WHERE on a malformed one (nothing filed then)."""
-        checked = []
-        for row, entry in enumerate(entries, 1):
-            try:
-                key = (int(entry[WINDOW]), str(entry[TYPE]), str(entry[NAME]), str(entry[KIND]))
-                text, failures = str(entry[HDR]), int(entry.get(FAILURES) or 0)
-            except (KeyError, TypeError, ValueError, AttributeError):
-                raise InputError(where, f"window entry {row}: not a w/type/name/kind/hdr object") from None
-            checked.append((key, text, failures))
-        # Filed with plain lookups, a failure counted only when there is one: this runs for every
-        # piece a master receives (13,000 a second at 1,000 workers x 10 names).
-        pieces, counted, newest = self.pieces, self.failures, self.newest
-        for key, text, failures in checked:
-            window = key[0]
-            keyed = pieces.get(window)
-            if keyed is None:
-                keyed = pieces[window] = {}
-            texts = keyed.get(key[1:])
-            if texts is None:
-                keyed[key[1:]] = [text]
-            else:
-                texts.append(text)
-            if failures:
-                counted[key] += failures
+    def merge(self, shipment: Any, where: str | Path = "a worker's report") -> None:
+        """File a Shipment (the wire format); InputError naming WHERE and what is wrong with it
+        (nothing filed then)."""
+        checked = self._checked(shipment)
+        if isinstance(checked, str):
+            raise InputError(where, checked)
+        piles, newest = self.piles, self.newest
+        for window, filed in checked:
+            pile = piles.get(window)
+            if pile is None:
+                pile = piles[window] = []
+            pile.append(filed)
             newest = window if window > newest else newest
-        self.newest = newest
+        self._moved_to(newest)
+
+    def _checked(self, shipment: Any) -> list[tuple[int, Filed]] | str:
+        """SHIPMENT's window entries to file, or what is wrong with it. A few C calls a window:
+        this runs for every report a master receives (333 a second at 1,000 workers)."""
+        try:
+            raw_keys, entries = shipment
+            keys = self._keys(raw_keys)
+        except (TypeError, ValueError):
+            return "not a shipment of window entries (keys, windows)"
+        if keys is None:
+            return "its keys are not [type, name, kind] lists"
+        if not isinstance(entries, list | tuple):
+            return "its windows are not a list"
+        size, out, parts = 4 * len(keys), [], []
+        for row, entry in enumerate(entries, 1):
+            if not isinstance(entry, list | tuple) or len(entry) != 5:
+                return f"window entry {row}: {_EXPECTED}"
+            window, lengths, failures, pairs, indices = entry
+            if type(window) is not int or window < 0 or type(indices) is not bytes:
+                return f"window entry {row}: {_EXPECTED}"
+            if type(lengths) is not bytes or len(lengths) != size or sum(_u32(lengths)) * 2 != len(indices):
+                return f"window entry {row}: {_EXPECTED}"
+            if type(failures) is not bytes or len(failures) not in (0, size):
+                return f"window entry {row}: {_EXPECTED}"
+            if (
+                not isinstance(pairs, list)
+                or len(pairs) % 3
+                or (pairs and not _triples_in_range(pairs, len(keys)))
+            ):
+                return f"window entry {row}: {_EXPECTED}"
+            out.append((window, (keys, lengths, failures, pairs, indices)))
+            parts.append(indices)
+        # Every piece's indices are of even length, so the high bytes (little-endian) stay at odd
+        # offsets: deleting the allowed ones leaves nothing unless an index is past the histograms.
+        if b"".join(parts)[1::2].translate(None, _HIGH_BYTES):
+            return "a bucket index past the histograms"
+        return out
+
+    def _keys(self, raw: Any) -> tuple[Key, ...] | None:
+        """RAW's keys checked, as one tuple shared by every report that sends the same ones (their
+        strings are kept once, not per report); None when they are not keys."""
+        ident = tuple(map(tuple, raw))  # TypeError: not lists
+        known = self.keysets.get(ident)
+        if known is not None:
+            return known
+        if not all(
+            len(k) == 3
+            and type(k[0]) is str
+            and type(k[1]) is str
+            and type(k[2]) is int
+            and 0 <= k[2] < len(KINDS)
+            for k in ident
+        ):
+            return None
+        if len(self.keysets) >= KEYSETS_KEPT:
+            self.keysets.clear()
+        known = self.keysets[ident] = tuple((k[0], k[1], KINDS[k[2]]) for k in ident)
+        return known
+
+    def _moved_to(self, newest: int) -> None:
+        """Something was filed, NEWEST the newest window now: seal the windows behind it."""
         self.version += 1
-        for window in [w for w in self.pieces if w < self.newest - SEAL_AFTER]:
-            self.seal(window, where)
-
-    def seal(self, window: int, where: str | Path = "windows") -> None:
-        """WINDOW's pieces merged (with its rows made before, if a late piece re-opened it)."""
-        late = self._decode_pieces(window, where)
-        for key, hist in late.items():
-            self.run.add(key, hist)
-        hists = self._decode_sealed(window)
-        for key, hist in late.items():
-            if key in hists:
-                hists[key].add(hist)
-            else:
-                hists[key] = hist
-        buffer = io.StringIO()
-        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in self._rows(window, hists))
-        self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
-
-    def seal_all(self) -> None:
-        for window in list(self.pieces):
+        self.newest = newest
+        for window in [w for w in self.piles if w < newest - SEAL_AFTER]:
             self.seal(window)
 
-    def _decode_pieces(self, window: int, where: str | Path) -> dict[Key, HdrHistogram]:
-        return {key: self._sum(texts, where) for key, texts in self.pieces.pop(window, {}).items()}
+    def seal(self, window: int) -> None:
+        """WINDOW's entries counted per key (with its rows made before, if a late piece re-opened
+        it), added to the run's totals, its CSV lines made."""
+        late = {key: pile.counts() for key, pile in self._split(window, self.failures).items()}
+        self.piles.pop(window, None)
+        for key, counts in late.items():
+            total = self.run.get(key)
+            if total is None:
+                total = self.run[key] = [0] * COUNTS_LEN
+            for index, count in counts.items():  # a dense list: ~45 ns a bucket, a Counter's update ~110
+                total[index] += count
+        counted = self._sealed_counts(window)
+        for key, counts in late.items():
+            if key in counted:
+                counted[key].update(counts)
+            else:
+                counted[key] = counts
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in self._rows(window, counted))
+        self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
 
-    def _sum(self, texts: list[str], where: str | Path) -> HdrHistogram:
-        """Pieces added up; one that does not decode is left out and counted in `corrupt` (a
-        worker of another version: its requests are then missing, so the run is not `exact`).
-        Workers' V2 pieces go straight into the sum (hdr_add: no histogram per piece, ~10 times
-        less CPU; at 1,000 workers hdrh's decode-then-add here was 3/4 of the master's CPU)."""
-        hist = new_histogram()
-        self.corrupt += _adder().sum_into(hist, texts, lambda text: decode(text, where, "window piece"))
-        return hist
+    def _split(self, window: int, failures: Counter[WindowKey] | None = None) -> dict[Key, Pile]:
+        """WINDOW's open entries per key (each key's indices appended to its Pile); their failures
+        counted into FAILURES when given (sealing: once)."""
+        out: dict[Key, Pile] = {}
+        targets: dict[int, list[Pile]] = {}  # a key list (one tuple per distinct list) -> its keys' piles
+        for keys, lengths, failed, pairs, indices in self.piles.get(window, ()):
+            piles = targets.get(id(keys))
+            if piles is None:
+                piles = targets[id(keys)] = [
+                    out[key] if key in out else out.setdefault(key, Pile()) for key in keys
+                ]
+            view, at = memoryview(indices), 0
+            for pile, n in zip(piles, _u32(lengths), strict=True):
+                if n:
+                    end = at + 2 * n
+                    pile.singles += view[at:end]
+                    at = end
+            for i in range(0, len(pairs), 3):
+                pile = out.get(keys[pairs[i]])
+                if pile is None:
+                    pile = out[keys[pairs[i]]] = Pile()
+                pile.pairs += (pairs[i + 1], pairs[i + 2])
+            if failures is not None and failed:
+                for key, n in zip(keys, _u32(failed), strict=True):
+                    if n:
+                        failures[(window, *key)] += n
+        return out
 
-    def _decode_sealed(self, window: int) -> dict[Key, HdrHistogram]:
-        """A sealed window's histograms back from its lines (the hdr column is the last, and base64
+    def seal_all(self) -> None:
+        for window in list(self.piles):
+            self.seal(window)
+
+    def _sealed_counts(self, window: int) -> dict[Key, Counter[int]]:
+        """A sealed window's counts back from its lines (the hdr column is the last, and base64
         holds no comma or quote)."""
-        out: dict[Key, HdrHistogram] = {}
+        out: dict[Key, Counter[int]] = {}
         for row in csv.reader(self.sealed.get(window, ())):
             request_type, name, kind = row[1:4]
             if not (name == AGGREGATED and not request_type):
-                out[(request_type, name, kind)] = decode(row[-1], "windows", f"window {window}")
+                indices, counts = _buckets_of(row[-1], "windows", f"window {window}")
+                out[(request_type, name, kind)] = Counter(dict(zip(indices, counts, strict=True)))
         return out
 
-    def decoded(self, window: int, where: str | Path = "windows") -> dict[Key, HdrHistogram]:
-        """WINDOW's histograms, each key's pieces added up."""
-        out = self._decode_sealed(window)
-        for key, texts in self.pieces.get(window, {}).items():
-            out.setdefault(key, new_histogram()).add(self._sum(texts, where))
+    def _counts(self, window: int) -> dict[Key, Counter[int]]:
+        """WINDOW's counts per key: its sealed lines' and its open entries' together."""
+        out = self._sealed_counts(window)
+        for key, pile in self._split(window).items():
+            out.setdefault(key, Counter()).update(pile.counts())
         return out
+
+    def decoded(self, window: int) -> dict[Key, Any]:
+        """WINDOW's histograms (hdrh's), each key's pieces added up."""
+        return {key: from_buckets(counts) for key, counts in self._counts(window).items()}
 
     def totals(self) -> LatencyBook:
         """The whole run per (type, name, kind): the sealed windows' sum plus the open ones'
-        pieces (exact: HDR adds losslessly). Nothing is sealed by asking."""
+        entries (exact: counts add losslessly). Nothing is sealed by asking."""
+        run: dict[Key, Counter[int]] = {
+            key: Counter({i: c for i, c in enumerate(total) if c}) for key, total in self.run.items()
+        }
+        for window in self.piles:
+            for key, pile in self._split(window).items():
+                run.setdefault(key, Counter()).update(pile.counts())
         book = LatencyBook()
-        for key, hist in self.run.hists.items():
-            book.add(key, hist)
-        for keyed in self.pieces.values():
-            for key, texts in keyed.items():
-                book.add(key, self._sum(texts, "windows"))
+        for key, counts in run.items():
+            book.hists[key] = from_buckets(counts)
         return book
 
     def rows(self) -> Iterator[dict[str, Any]]:
@@ -229,18 +440,32 @@ class Windows:
         for window in sorted(self.sealed):
             yield from self.sealed[window]
 
-    def _rows(self, window: int, hists: dict[Key, HdrHistogram]) -> Iterator[dict[str, Any]]:
-        by_kind: dict[str, HdrHistogram] = {}
+    def _rows(self, window: int, counted: dict[Key, Counter[int]]) -> Iterator[dict[str, Any]]:
+        """WINDOW's rows: each key's from its non-empty buckets, sorted; then each kind's Aggregated
+        row from the same buckets (summed_percentiles: its keys are never added up)."""
+        parts: dict[str, list[tuple[list[int], list[int]]]] = {}
         fails: Counter[str] = Counter()
-        counted = [k for k in hists if hists[k].get_total_count()]  # not one of only undecodable pieces
-        for key in sorted(counted, key=lambda k: (k[1], k[0], _kind_order(k[2]))):
+        for key in sorted((k for k in counted if counted[k]), key=lambda k: (k[1], k[0], _kind_order(k[2]))):
             request_type, name, kind = key
             failures = self.failures[(window, request_type, name, kind)]
-            yield window_row(window, key, hists[key], failures)
-            by_kind.setdefault(kind, new_histogram()).add(hists[key])
+            indices = sorted(counted[key])
+            counts = list(map(counted[key].__getitem__, indices))
+            yield bucket_row(window, key, indices, counts, failures)
+            parts.setdefault(kind, []).append((indices, counts))
             fails[kind] += failures
-        for kind in sorted(by_kind, key=_kind_order):
-            yield window_row(window, ("", AGGREGATED, kind), by_kind[kind], fails[kind], encoded=False)
+        for kind in sorted(parts, key=_kind_order):
+            top = max(indices[-1] for indices, _ in parts[kind])
+            values = summed_percentiles(parts[kind], WINDOW_PERCENTILES)
+            row: dict[str, Any] = {
+                "window_s": window * WINDOW_S,
+                "type": "",
+                "name": AGGREGATED,
+                "kind": kind,
+            }
+            row.update(count=sum(sum(counts) for _, counts in parts[kind]), failures=fails[kind])
+            row.update(ms_columns(values, WINDOW_PERCENTILES, bucket_max([top])))
+            row["hdr"] = ""  # the sum of the window's other rows of this kind: a reader adds those
+            yield row
 
     def write_csv(self, path: Path) -> None:
         with open(path, "w", newline="", encoding="utf-8") as f:
@@ -267,35 +492,61 @@ class Windows:
         aggregated = row["name"] == AGGREGATED and not row["type"]
         if aggregated and not row["hdr"]:
             return  # derived (the window's other rows added up): nothing to check or file
-        hist = decode(row["hdr"], path, where)
+        indices, counts = _buckets_of(row["hdr"], path, where)
         try:
             window, count, failures = int(row["window_s"]), int(row["count"]), int(row["failures"])
         except ValueError:
             raise InputError(path, f"{where}: window_s, count and failures must be whole numbers") from None
-        if hist.get_total_count() != count:
-            raise InputError(path, f"{where}: count {count} but its histogram holds {hist.get_total_count()}")
+        if sum(counts) != count:
+            raise InputError(path, f"{where}: count {count} but its histogram holds {sum(counts)}")
         if aggregated:
             return
-        entry = {WINDOW: window // WINDOW_S, TYPE: row["type"], NAME: row["name"], KIND: row["kind"]}
-        self.merge([{**entry, HDR: row["hdr"], FAILURES: failures}], path)
+        window //= WINDOW_S
+        key = (row["type"], row["name"], row["kind"])
+        triples = [v for index, n in zip(indices, counts, strict=True) for v in (0, index, n)]
+        failed = _u32_bytes([failures]) if failures else b""
+        self.piles.setdefault(window, []).append(((key,), bytes(4), failed, triples, b""))
+        self._moved_to(max(window, self.newest))
 
 
-def window_row(
-    window: int, key: Key, hist: HdrHistogram, failures: int, encoded: bool = True
+def _triples_in_range(triples: list[Any], keys: int) -> bool:
+    """(key position, index, count) triples: each a key of the report, a bucket, a count."""
+    for i in range(0, len(triples), 3):
+        at, index, count = triples[i], triples[i + 1], triples[i + 2]
+        if type(at) is not int or type(index) is not int or type(count) is not int:
+            return False
+        if not 0 <= at < keys or not 0 <= index < COUNTS_LEN or count <= 0:
+            return False
+    return True
+
+
+def _buckets_of(text: str, where: str | Path, row: str) -> tuple[list[int], list[int]]:
+    """An encoded histogram's non-empty buckets (indices, counts), ours or HdrHistogram's V2 (older
+    files); InputError naming WHERE and ROW when it is not one."""
+    if histogram.is_compact(text):
+        try:
+            return histogram.decode_buckets(text)
+        except ValueError:
+            pass  # decode() names it
+    return histogram.buckets(decode(text, where, row))
+
+
+def window_row(window: int, key: Key, hist: Any, failures: int, encoded: bool = True) -> dict[str, Any]:
+    """One CSV row of an hdrh histogram (what bucket_row makes of its non-empty buckets)."""
+    return bucket_row(window, key, *histogram.buckets(hist), failures, encoded)
+
+
+def bucket_row(
+    window: int, key: Key, indices: list[int], counts: list[int], failures: int, encoded: bool = True
 ) -> dict[str, Any]:
-    """One CSV row; ENCODED False (an Aggregated row): its hdr blank, the sum of the others' is lossless."""
+    """One CSV row of the histogram whose non-empty buckets are INDICES (ascending) holding COUNTS;
+    ENCODED False (an Aggregated row): its hdr blank, the sum of the others' is lossless."""
     request_type, name, kind = key
     row: dict[str, Any] = {"window_s": window * WINDOW_S, "type": request_type, "name": name, "kind": kind}
-    row.update(count=hist.get_total_count(), failures=failures)
-    row.update(percentile_columns(hist, WINDOW_PERCENTILES))
-    row["hdr"] = histogram.encode_compact(hist) if encoded else ""
+    row.update(count=sum(counts), failures=failures)
+    row.update(bucket_columns(indices, counts, WINDOW_PERCENTILES))
+    row["hdr"] = histogram.encode_buckets(indices, counts) if encoded else ""
     return row
-
-
-@cache
-def _adder() -> Adder:
-    """One Adder (its 200 KB scratch array) per process, made when a master first seals a window."""
-    return Adder(new_histogram())
 
 
 def _kind_order(kind: str) -> int:
@@ -304,4 +555,14 @@ def _kind_order(kind: str) -> int:
 
 _INTS = ("window_s", "count", "failures")
 
-__all__ = ["FORMAT_VERSION", "WINDOW_COLUMNS", "WINDOW_S", "Windows", "ship", "window_of"]
+__all__ = [
+    "FORMAT_VERSION",
+    "WINDOW_COLUMNS",
+    "WINDOW_S",
+    "WIRE_VERSION",
+    "Shipment",
+    "Windows",
+    "pack",
+    "ship",
+    "window_of",
+]

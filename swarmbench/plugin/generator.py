@@ -245,6 +245,7 @@ class CpuSeries:
     busiest: float | None = None  # % of one core, the busiest interval so far
     locust_reported: Running = field(default_factory=Running)
     limit: CpuLimit | None = None  # the process's own CPU limit (own_limit())
+    limit_sent: dict | None = None  # the JSON LIMIT was read from: the same again is not read again
 
     def add(self, wall_s: float, cpu_s: float) -> None:
         """A sample; intervals under 1 s are merged into the next (see max_percent)."""
@@ -366,20 +367,76 @@ class Probe:
         return out
 
 
-class LagBook:
-    """The master's record of each generator's lag reports, for run.json."""
+LAG_SERIES_ROWS = 128
+"""Rows a worker's lag series keeps at most (run.json's generator_lag.per_worker[].series). One row
+per stats report until then (6.4 minutes at Locust's 3 s); when a series reaches this many, each
+two neighbouring rows become one (their later t_s, the worst of each figure) and every row covers
+twice as many reports from then on (the worker's `reports_per_row`). A master keeps a series per
+worker for the whole run: one row per report was 4 numbers per worker every 3 s, ~1.2 million rows
+(~100 MB of run.json) an hour at 1,000 workers; now at most this many per worker, whatever the
+run's length. The chart (analysis/health.py) draws a line per worker: 64-128 points of a long run
+show its shape."""
+
+
+class LagSeries:
+    """One worker's lag series, in constant memory: rows of [t_s, p50_ms, p99_ms, max_ms], each
+    covering `span` consecutive reports (the worst figure of those, t_s the last's), and the row
+    being filled."""
+
+    __slots__ = ("filling", "rows", "span", "taken")
 
     def __init__(self) -> None:
-        self.series: dict[str, list[list[float | None]]] = {}
+        self.rows: list[list[float | None]] = []
+        self.span = 1  # reports per row
+        self.filling: list[float | None] | None = None
+        self.taken = 0  # reports in `filling`
+
+    def add(self, row: list[float | None]) -> None:
+        self.filling = row if self.filling is None else worst(self.filling, row)
+        self.taken += 1
+        if self.taken < self.span:
+            return
+        self.rows.append(self.filling)
+        self.filling, self.taken = None, 0
+        if len(self.rows) >= LAG_SERIES_ROWS:
+            pairs = zip(self.rows[::2], self.rows[1::2], strict=False)
+            self.rows = [worst(a, b) for a, b in pairs]
+            self.span *= 2
+
+    def series(self) -> list[list[float | None]]:
+        return self.rows + ([self.filling] if self.filling is not None else [])
+
+
+def worst(earlier: list[float | None], later: list[float | None]) -> list[float | None]:
+    """Two lag rows as one: the later's t_s, the larger of each figure (one missing: the other's)."""
+    return [
+        later[0],
+        *(
+            a if b is None else b if a is None else max(a, b)
+            for a, b in zip(earlier[1:], later[1:], strict=True)
+        ),
+    ]
+
+
+class LagBook:
+    """The master's record of each generator's lag reports, for run.json: per worker a LagSeries
+    and the latest whole-run figures (constant memory per worker)."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, LagSeries] = {}
         self.whole: dict[str, dict[str, Any]] = {}
 
     def record(self, worker: str, report: dict[str, Any], t_s: float) -> None:
         interval = report.get("interval") or {}
         if interval.get("n"):
             row = [round(t_s, 1), interval.get("p50_ms"), interval.get("p99_ms"), interval.get("max_ms")]
-            self.series.setdefault(worker, []).append(row)
-        if (report.get("run") or {}).get("n"):
-            self.whole[worker] = report["run"]
+            series = self.series.get(worker)
+            if series is None:
+                series = self.series[worker] = LagSeries()
+            series.add(row)
+        whole = report.get("run")
+        if whole and whole.get("n"):
+            self.whole[worker] = whole
 
     def section(self, median_response_ms: float | None) -> GeneratorLag | None:
         """run.json's generator_lag; None when no generator reported (an older worker image)."""
@@ -388,7 +445,9 @@ class LagBook:
         per_worker = []
         for w in sorted(self.whole):
             figures = WorkerLag.from_json(self.whole[w], f"worker {w}'s lag report")
-            figures.id, figures.series = w, self.series.get(w, [])
+            series = self.series.get(w) or LagSeries()
+            figures.id, figures.series = w, series.series()
+            figures.reports_per_row = series.span if series.span > 1 else None
             per_worker.append(figures)
         return bottleneck.judge_lag(per_worker, median_response_ms)
 

@@ -70,7 +70,7 @@ from swarmbench.latency.histogram import (
     percentile_values,
 )
 from swarmbench.latency.recorder import Recorder
-from swarmbench.latency.windows import WINDOW_S, Windows, rebase, window_of
+from swarmbench.latency.windows import WINDOW_S, WIRE_VERSION, Shipment, Windows, rebase, window_of
 from swarmbench.plugin.lifecycle import Run
 
 # --- the web UI's tab -----------------------------------------------------------------------------
@@ -191,8 +191,22 @@ MESSAGE = "swarmbench_latency_t0"
 """Custom master -> worker message: {"t0": the test start, epoch seconds}."""
 
 REPORT_KEY = "swarmbench_latency"
-"""Key in the worker -> master stats report: {"t0": the start its windows count from, "windows": [...],
-"timeline": {...}} (deltas)."""
+"""Key in the worker -> master stats report: {"v": the windows' WIRE_VERSION, "t0": the start its
+windows count from, "keys" and "windows": a latency/windows.py Shipment, "timeline": {...}} (deltas)."""
+
+
+def payload(t0: float, shipment: Shipment, timeline: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """What a worker's stats report carries under REPORT_KEY: Recorder.take()'s SHIPMENT and
+    TIMELINE, counted from T0, with the windows' wire version (the master refuses another one,
+    saying so)."""
+    return {
+        "v": WIRE_VERSION,
+        "t0": t0,
+        "keys": shipment.keys,
+        "windows": shipment.windows,
+        "timeline": timeline,
+    }
+
 
 Intended = Callable[[float | None, float], tuple[float, int] | None]
 """The open model's (openmodel.py Pool): a request's (ms since its intended start, schedule second),
@@ -215,6 +229,7 @@ class Latency:
         self._live: tuple[tuple[int, int], LatencyBook] | None = None
         self.enabled = True  # --exact-latency (options.py); off: nothing recorded, thresholds rounded
         self._totals: LatencyBook | None = None
+        self.refused: set[str] = set()  # workers whose windows are of another wire version (said once)
 
     # --- set up and the test's clock -------------------------------------------------------------
 
@@ -320,21 +335,33 @@ class Latency:
     def on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
         if not self.enabled:
             return
-        windows, timeline = self.recorder.take()
-        data[REPORT_KEY] = {"t0": self.t0, "windows": windows, "timeline": timeline}
+        data[REPORT_KEY] = payload(self.t0, *self.recorder.take())
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
         report = data.get(REPORT_KEY)
-        if isinstance(report, dict) and self.enabled:
-            self._add(report, f"worker {client_id}'s report")
+        if not isinstance(report, dict) or not self.enabled:
+            return
+        if report.get("v") != WIRE_VERSION:  # a worker of another Swarmbench version: said once, left out
+            if client_id not in self.refused:
+                self.refused.add(client_id)
+                logger.error(
+                    "exact latency: worker %s ships its windows in format %s, this master reads format %s "
+                    "(another Swarmbench version): its windows are left out, so the run's latency is not "
+                    "exact; run the same image on the master and every worker",
+                    client_id,
+                    report.get("v", 1),
+                    WIRE_VERSION,
+                )
+            return
+        self._add(report, f"worker {client_id}'s report")
 
     def _add(self, report: dict, where: str) -> None:
-        entries = report.get("windows") or []
+        shipment = Shipment(report.get("keys"), report.get("windows"))
         sent_t0 = report.get("t0")
         try:
             if isinstance(sent_t0, int | float) and sent_t0 != self.t0:  # sent before a reset reached it
-                entries = rebase(entries, float(sent_t0), self.t0)
-            self.windows.merge(entries, where)
+                shipment = rebase(shipment, float(sent_t0), self.t0)
+            self.windows.merge(shipment, where)
         except InputError as e:  # a generator of another version: its requests are not exact
             logger.error("exact latency: %s (its windows are left out)", e)
             return
@@ -345,9 +372,9 @@ class Latency:
         """(standalone) This process's own samples into the run's windows."""
         if self.runner is None or isinstance(self.runner, MasterRunner | WorkerRunner):
             return
-        windows, timeline = self.recorder.take()
-        if windows or timeline:
-            self._add({"windows": windows, "timeline": timeline}, "this process")
+        shipment, timeline = self.recorder.take()
+        if shipment.windows or timeline:
+            self._add(payload(self.t0, shipment, timeline), "this process")
 
     # --- the end ---------------------------------------------------------------------------------
 

@@ -157,7 +157,10 @@ class Run:
         return self.env.runner
 
     def series(self, worker_id: str) -> generator.CpuSeries:
-        return self.cpu.setdefault(worker_id, generator.CpuSeries())
+        series = self.cpu.get(worker_id)  # not setdefault: a CpuSeries made per report to be dropped
+        if series is None:
+            series = self.cpu[worker_id] = generator.CpuSeries()
+        return series
 
 
 # --- init: pre-flight, the run folder ------------------------------------------------------------
@@ -345,7 +348,8 @@ def worker_cpu_report(run: Run, client_id: str, report: dict) -> None:
     series = run.series(client_id)
     series.add(report["wall_s"], report["cpu_s"])
     limit = report.get("limit")  # the worker's wire format: CpuLimit's JSON (generator.own_limit)
-    series.limit = CpuLimit.from_json(limit, f"worker {client_id}'s report") if limit else series.limit
+    if limit and limit != series.limit_sent:  # type-checked once, not every report (every 3 s per worker)
+        series.limit, series.limit_sent = CpuLimit.from_json(limit, f"worker {client_id}'s report"), limit
 
 
 # --- the end: status, exit code, final CSVs, report.html and run.json ----------------------------
