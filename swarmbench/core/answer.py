@@ -201,7 +201,8 @@ def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None
     lines += [f"Warning: {w}" for w in answer.warnings]
     lines += [f"Missing: {m}" for m in answer.missing]
     if page is not None:
-        lines.append(f"Run page: {page}" if page.is_file() else f"Run page: not written ({page.name})")
+        written = (answer.folder / page.name).is_file()  # the run page is in the run folder
+        lines.append(f"Run page: {page}" if written else f"Run page: not written ({page.name})")
     return "\n".join(lines)
 
 

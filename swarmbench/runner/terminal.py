@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -146,6 +146,19 @@ class Console:
         self._threads[-1].join(timeout=5)
         return code
 
+    @contextlib.contextmanager
+    def sink(self) -> Iterator[IO[bytes]]:
+        """A file to give processes as their stdout and stderr (local processes: the target, a
+        master, its workers); what they write goes where a started command's output goes. Ours is
+        closed on leaving, so the log ends when the last of them exits."""
+        read_fd, write_fd = os.pipe()
+        reader = os.fdopen(read_fd, "rb")
+        pump = threading.Thread(target=self._pump, args=(reader,), name="swarmbench-log", daemon=True)
+        pump.start()
+        self._threads.append(pump)
+        with os.fdopen(write_fd, "wb") as writer:
+            yield writer
+
     def _pump(self, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
             with self._lock:
@@ -229,7 +242,7 @@ class Console:
             print(f"swarmbench: results in {display(run_dir)}/", file=self.out, flush=True)
         if made:
             run_dir = made[-1]
-            text = summary_text(read_answer(run_dir), run_dir / REPORT_HTML, exit_code=code)
+            text = summary_text(read_answer(run_dir), display(run_dir) / REPORT_HTML, exit_code=code)
             print("\n" + text, file=self.out, flush=True)
 
     def _keep_log(self, run_dir: Path | None) -> Path:
