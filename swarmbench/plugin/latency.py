@@ -249,12 +249,15 @@ class Latency:
             self._series = (key, self.windows.series("service"))
         return self._series[1]
 
-    def ui_view(self) -> tuple[LatencyBook, list[dict[str, Any]]]:
-        """What the web UI shows: the run so far; after a web-UI run ended, until the next test
-        starts, that run's final numbers (its folder's), not the empty windows of the next."""
-        if self.shown is not None and not self.windows:
-            return self.shown
-        return self.live_totals(), self.live_series()
+    def ui_totals(self) -> LatencyBook:
+        """The web UI's table: the run so far; after a web-UI run ended, until the next test starts,
+        that run's final numbers (its folder's), not the empty windows of the next."""
+        return self.shown[0] if self.shown is not None and not self.windows else self.live_totals()
+
+    def ui_series(self) -> list[dict[str, Any]]:
+        """The web UI's chart, per window, as ui_totals() chooses (asked only by the chart: a table
+        poll does not pay for it)."""
+        return self.shown[1] if self.shown is not None and not self.windows else self.live_series()
 
     def write(self, run: Run) -> None:
         """The run's latency files and run.json's `latency` (before run.json is written), then start

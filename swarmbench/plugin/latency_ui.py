@@ -22,8 +22,8 @@ window, so the UI shows those too, as the run goes:
            and /swarmbench/latency/windows.json (the chart), for a script, a curl or a second screen.
 
 Between a web-UI run's end (Stop) and the next Start, every part shows that run's final numbers,
-the ones its folder holds (Latency.ui_view). The master (or a standalone process) only: workers have
-no UI.
+the ones its folder holds (Latency.ui_totals, ui_series). The master (or a standalone process)
+only: workers have no UI.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def snapshot(latency: Any) -> dict[str, Any]:
     """The table's JSON: whether recording is on, the start windows count from, rows."""
     if not latency.enabled:
         return {"enabled": False, "source": "rounded", "rows": []}
-    book, _series = latency.ui_view()
+    book = latency.ui_totals()
     return {"enabled": True, "source": "exact", "window_s": WINDOW_S, "t0": latency.t0, "rows": rows(book)}
 
 
@@ -96,7 +96,7 @@ def windows(latency: Any) -> dict[str, Any]:
     count, failures, p50 .. p99.9 and max in ms (locust_latency_windows.csv's Aggregated rows)."""
     if not latency.enabled:
         return {"enabled": False, "windows": []}
-    _book, series = latency.ui_view()
+    series = latency.ui_series()
     return {"enabled": True, "kind": "service", "window_s": WINDOW_S, "t0": latency.t0, "windows": series}
 
 
