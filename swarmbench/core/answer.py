@@ -80,9 +80,9 @@ class Answer:
     reason: str | None
     latency: str
     names: list[NameAnswer] = field(default_factory=list)
+    checks: list[Outcome] = field(default_factory=list)  # the thresholds as run.json recorded them
     warnings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # files the folder lacks, said on the page
-    checks: list[Outcome] = field(default_factory=list)  # the thresholds as run.json recorded them
 
     @property
     def aggregated(self) -> NameAnswer | None:
@@ -119,9 +119,9 @@ def read_answer(run_dir: Path) -> Answer:
         reason=bottleneck.reason if bottleneck else None,
         latency=EXACT if exact else ROUNDED,
         names=names,
+        checks=outcomes(manifest),
         warnings=warnings(manifest, names),
         missing=missing,
-        checks=outcomes(manifest),
     )
 
 

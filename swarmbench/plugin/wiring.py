@@ -35,7 +35,7 @@ Locust calls the listeners of one event in registration order, and the order mat
                               (ending.py); exact latency (latency.py) counts windows from the
                               run's start, which the master sends the workers; pacing counts from
                               zero; a headless run's live status for the host runner
-                              (live.py), every 2 s from now on
+                              (live.py), every 2 s until its folder is written (then removed)
     worker_connect            (master) a late worker gets the start's time too
     spawning_complete         open model: the pool is there, the schedule starts; event "users
                               spawned" (health.py); --reset-stats: exact latency drops what it
@@ -53,10 +53,9 @@ Locust calls the listeners of one event in registration order, and the order mat
     quitting                  open model: the summed counts and run.json's open_model;
                               thresholds on the final stats and exact latency, then the run's
                               status and the exit code (health.py, core/exits.py)
-    quit                      the live status removed; final CSVs, latency files, report.html and
-                              run.json; any secret header value scrubbed from the folder
-                              (headers.py); the thresholds' verdict and (unless complete) the run's
-                              status printed last"""
+    quit                      final CSVs, latency files, report.html and run.json; any secret
+                              header value scrubbed from the folder (headers.py); the thresholds' verdict and
+                              (unless complete) the run's status printed last"""
 
 from __future__ import annotations
 
