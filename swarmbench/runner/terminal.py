@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -94,8 +95,12 @@ class Console:
     # --- the run's life ------------------------------------------------------------------------
 
     def __enter__(self) -> Console:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 -- closed in __exit__
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 -- closed in __exit__
+        except OSError:  # a results folder the runner cannot write: the log goes to a temporary one
+            self.log_path = Path(tempfile.mkdtemp(prefix="swarmbench-")) / self.log_path.name
+            self._log = open(self.log_path, "ab")  # noqa: SIM115
         self._ticker = threading.Thread(target=self._tick, name="swarmbench-progress", daemon=True)
         self._ticker.start()
         return self
