@@ -158,6 +158,13 @@ def _headless(sub) -> None:
         "(`history`); exit 3 on a regression (BASELINE; docs/compare.md, docs/history.md)",
     )
     add_record(p)
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="print the containers' logs as well as the progress line (SWARMBENCH_VERBOSE=1); they are "
+        "kept in the run folder's swarmbench.log either way",
+    )
 
 
 def _sweep(sub) -> None:
@@ -526,7 +533,9 @@ def recording(args: argparse.Namespace) -> str | None:
 
 
 def _run_headless(args: argparse.Namespace) -> int:
-    from swarmbench.runner import ab, compose, settings, swarm
+    from functools import partial
+
+    from swarmbench.runner import ab, compose, settings, swarm, terminal
 
     chosen = settings.headless_from_env(os.environ, staging=args.staging)
     base = ab.baseline_path(args.baseline, os.environ)
@@ -537,7 +546,11 @@ def _run_headless(args: argparse.Namespace) -> int:
 
             check_store(store_spec(None))
     record = recording(args)
-    return ab.run_with_baseline(swarm.run_swarm if args.swarm else compose.run_headless, chosen, base, record)
+    run = partial(
+        swarm.run_swarm if args.swarm else compose.run_headless,
+        verbose=terminal.verbose(args.verbose, os.environ),
+    )
+    return ab.run_with_baseline(run, chosen, base, record)
 
 
 def _run_sweep(args: argparse.Namespace) -> int:

@@ -11,16 +11,15 @@ Locust masters and workers (subprocesses) against the real Go target.
 from __future__ import annotations
 
 import csv
-import json
-import signal
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from harness import Target, free_port, run_locust, wait_http
-from integrity import post, spawn
+from harness import Target, run_locust
+from integrity import post
 from runs import assert_complete_folder, manifest, only_run, stats, total
+from webui import UiStack, get_json
 
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
@@ -31,48 +30,9 @@ pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: r
 DELAY_MS = 105
 
 
-def get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.loads(r.read())
-
-
 def aggregated(rows: list[dict]) -> dict:
     [row] = [r for r in rows if r["name"] == AGGREGATED]
     return row
-
-
-class UiStack:
-    """A web-UI master and one worker (real processes) on free loopback ports."""
-
-    def __init__(self, tmp_path: Path, host: str, *extra: str) -> None:
-        port, self.web = str(free_port()), free_port()
-        self.base = f"http://127.0.0.1:{self.web}"
-        self.results = tmp_path / "results"
-        self.master = spawn(
-            ["--master", "--master-bind-port", port, "--web-host", "127.0.0.1", "--web-port", str(self.web),
-             "--class-picker", "-H", host, "--wait-time", "constant 0.1", "--stop-timeout", "1",
-             "--results-dir", str(self.results), *extra], tmp_path / "master.log",
-        )  # fmt: skip
-        self.worker = spawn(["--worker", "--master-port", port, *extra], tmp_path / "worker.log")
-        wait_http(self.base + "/", timeout=60)
-        deadline = time.monotonic() + 60
-        while get_json(self.base + "/stats/requests").get("worker_count") != 1:
-            assert time.monotonic() < deadline, "the worker never connected"
-            time.sleep(0.3)
-
-    def start(self, users: int = 4) -> None:
-        form = {"user_count": users, "spawn_rate": users, "user_classes": "AlbumsFastHttpUser"}
-        assert post(self.base + "/swarm", form)["success"] is True
-
-    def close(self) -> None:
-        self.master.send_signal(signal.SIGTERM)
-        try:
-            self.master.wait(timeout=60)
-        finally:
-            for p in (self.master, self.worker):
-                if p.poll() is None:
-                    p.kill()
-                p.wait()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from swarmbench.core import folder
 from swarmbench.core.bottleneck import INFLATED
-from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED
+from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
 from swarmbench.core.manifest import (
     COMPLETE,
@@ -80,6 +80,7 @@ class Answer:
     reason: str | None
     latency: str
     names: list[NameAnswer] = field(default_factory=list)
+    checks: list[Outcome] = field(default_factory=list)  # the thresholds as run.json recorded them
     warnings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # files the folder lacks, said on the page
 
@@ -118,9 +119,24 @@ def read_answer(run_dir: Path) -> Answer:
         reason=bottleneck.reason if bottleneck else None,
         latency=EXACT if exact else ROUNDED,
         names=names,
+        checks=outcomes(manifest),
         warnings=warnings(manifest, names),
         missing=missing,
     )
+
+
+def outcomes(manifest: RunManifest) -> list[Outcome]:
+    """run.json's thresholds back as core's outcomes, so they read as the run printed them (a
+    threshold with nothing measured says only that: run.json keeps no reason)."""
+    out = []
+    for c in manifest.checks or []:
+        if None in (c.expr, c.name, c.metric, c.op, c.limit, c.passed):
+            continue  # not one of ours (run.json's reader checked the types of what is there)
+        check = Check(expr=c.expr, name=c.name, metric=c.metric, op=c.op, limit=c.limit)  # type: ignore[arg-type]
+        source = "" if c.exact is None else (EXACT if c.exact else ROUNDED)
+        reason = f"nothing was measured for {c.name!r}"
+        out.append(Outcome(check, c.measured, bool(c.passed), reason=reason, source=source))
+    return out
 
 
 def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
@@ -153,14 +169,15 @@ def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
     return out
 
 
-def summary_text(answer: Answer, page: Path | None = None) -> str:
-    """The terminal's last words on a run: one line per name, the status, the verdict, warnings and
-    where the run page is."""
+def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None = None) -> str:
+    """The terminal's last words on a run: its status (and EXIT_CODE), one line per name with the
+    numbers exactly as the folder's files hold them, the verdict, the thresholds (the lines the run
+    printed), warnings, what could not be read, and where the run page is."""
     head = ("name", "requests", "failures", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms")
     rows = [head]
     for n in answer.names:
         rows.append(
-            (n.name, str(n.requests), str(n.failures), _num(n.rps),
+            (n.name, str(n.requests), str(n.failures), "-" if math.isnan(n.rps) else f"{n.rps:.2f}",
              _num(n.p50_ms), _num(n.p95_ms), _num(n.p99_ms), _num(n.max_ms))
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -168,15 +185,24 @@ def summary_text(answer: Answer, page: Path | None = None) -> str:
         "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
         for r in rows
     ]
-    lines = [f"Run {answer.run_id}: {answer.status_line()}"]
-    lines.append(f"Latency: {'exact (HDR histograms)' if answer.latency == EXACT else 'rounded (Locust)'}")
-    lines += table
+    code = "" if exit_code is None else f" (exit code {exit_code})"
+    lines = [f"Run {answer.run_id}: {answer.status_line()}{code}"]
+    if answer.latency == EXACT:
+        lines.append(f"Latency: exact, the run's HDR histograms ({folder.LATENCY_HDR_CSV})")
+    else:
+        lines.append(f"Latency: rounded, Locust's own percentiles ({folder.STATS_CSV}: 2 significant digits)")
+    lines += table if answer.names else ["No requests recorded."]
     if answer.verdict:
         lines.append(f"Verdict: {answer.verdict}" + (f": {answer.reason}" if answer.reason else ""))
+    lines += [f"swarmbench: check {o.line()}" for o in answer.checks]
+    broken = sum(not o.passed for o in answer.checks)
+    if broken:
+        lines.append(f"swarmbench: {broken} of {len(answer.checks)} thresholds broken{code}")
     lines += [f"Warning: {w}" for w in answer.warnings]
     lines += [f"Missing: {m}" for m in answer.missing]
     if page is not None:
-        lines.append(f"Run page: {page}")
+        written = (answer.folder / page.name).is_file()  # the run page is in the run folder
+        lines.append(f"Run page: {page}" if written else f"Run page: not written ({page.name})")
     return "\n".join(lines)
 
 
@@ -216,6 +242,8 @@ def _float(text: str | None) -> float:
 
 
 def _num(value: float) -> str:
+    """VALUE as its file holds it: a whole number without a fraction (Locust's), else the shortest
+    text that reads back as the same float (the HDR files' milliseconds, 3 decimals)."""
     if math.isnan(value):
         return "-"
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+    return str(int(value)) if value.is_integer() else repr(value)

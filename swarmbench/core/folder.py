@@ -33,6 +33,13 @@ LATENCY_HDR_JSON = f"{CSV_PREFIX}_latency_hdr.json"
 """The same HDR histograms, encoded, so an analysis can merge runs exactly."""
 LATENCY_WINDOWS_CSV = f"{CSV_PREFIX}_latency_windows.csv"
 """The same per 1-second window from the test start, each row with its encoded histogram."""
+RUNNER_LOG = "swarmbench.log"
+"""The containers' logs of a headless run (master and workers, as `docker compose logs` gives them),
+kept by the host runner: the terminal shows a progress line and a summary instead (`--verbose`
+shows them as well). Written after run.json, by the runner, not the run."""
+LIVE_JSON = "swarmbench_live.json"
+"""The run's live status while it goes (core/live.py), rewritten every few seconds by the master
+and read by the host runner's progress line; removed when the run folder is complete."""
 LATENCY_FILES = (LATENCY_HDR_CSV, LATENCY_HDR_JSON, LATENCY_WINDOWS_CSV)
 """What a run recorded with exact latency holds besides RUN_FILES (run.json's `latency` lists them)."""
 ARRIVAL_CSV = f"{CSV_PREFIX}_arrival.csv"

@@ -112,6 +112,7 @@ class Windows:
     def __init__(self) -> None:
         self.pieces: dict[int, dict[Key, list[str]]] = {}  # open windows (and late pieces of sealed ones)
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
+        self.summary: dict[int, dict[str, dict[str, Any]]] = {}  # window -> kind -> its Aggregated row
         self.failures: Counter[WindowKey] = Counter()
         self.run = LatencyBook()  # the sealed windows added up
         self.newest = -1
@@ -163,9 +164,13 @@ class Windows:
                 hists[key].add(hist)
             else:
                 hists[key] = hist
+        rows = list(self._rows(window, hists))
         buffer = io.StringIO()
-        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in self._rows(window, hists))
+        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in rows)
         self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
+        self.summary[window] = {
+            r["kind"]: _short(r) for r in rows if r["name"] == AGGREGATED and not r["type"]
+        }
 
     def seal_all(self) -> None:
         for window in list(self.pieces):
@@ -199,6 +204,25 @@ class Windows:
         for key, texts in self.pieces.get(window, {}).items():
             out.setdefault(key, new_histogram()).add(self._sum(texts, where))
         return out
+
+    def series(self, kind: str = "service") -> list[dict[str, Any]]:
+        """Window by window, the Aggregated row of KIND (every request name): window_s, count,
+        failures, percentiles and max, the numbers locust_latency_windows.csv holds (the web UI's
+        chart). Sealed windows from what sealing made; open ones added up now (nothing sealed)."""
+        out = {w: rows[kind] for w, rows in self.summary.items() if kind in rows and w not in self.pieces}
+        for window in self.pieces:
+            hists = {
+                key: h for key, h in self.decoded(window).items() if key[2] == kind and h.get_total_count()
+            }
+            if hists:
+                total = new_histogram()
+                for hist in hists.values():
+                    total.add(hist)
+                failures = sum(self.failures[(window, *key)] for key in hists)
+                out[window] = _short(
+                    window_row(window, ("", AGGREGATED, kind), total, failures, encoded=False)
+                )
+        return [out[w] for w in sorted(out)]
 
     def totals(self) -> LatencyBook:
         """The whole run per (type, name, kind): the sealed windows' sum plus the open ones'
@@ -296,6 +320,11 @@ def window_row(
 def _adder() -> Adder:
     """One Adder (its 200 KB scratch array) per process, made when a master first seals a window."""
     return Adder(new_histogram())
+
+
+def _short(row: dict[str, Any]) -> dict[str, Any]:
+    """A window row without its key columns and histogram: what a chart draws."""
+    return {k: v for k, v in row.items() if k not in ("type", "name", "kind", "hdr")}
 
 
 def _kind_order(kind: str) -> int:

@@ -34,7 +34,8 @@ Locust calls the listeners of one event in registration order, and the order mat
                               lag probe (generator.py); every process: our SIGINT/SIGTERM handlers
                               (ending.py); exact latency (latency.py) counts windows from the
                               run's start, which the master sends the workers; pacing counts from
-                              zero
+                              zero; a headless run's live status for the host runner
+                              (live.py), every 2 s until its folder is written (then removed)
     worker_connect            (master) a late worker gets the start's time too
     spawning_complete         open model: the pool is there, the schedule starts; event "users
                               spawned" (health.py); --reset-stats: exact latency drops what it
@@ -75,6 +76,7 @@ from swarmbench.core.manifest import HEADLESS, RUN_END, STATS_RESET, UI, USERS_S
 from swarmbench.plugin import checks, ending, generator, lifecycle, openmodel, options, pacing
 from swarmbench.plugin.latency import Latency
 from swarmbench.plugin.lifecycle import Run
+from swarmbench.plugin.live import Live
 from swarmbench.plugin.options import die
 
 # --- web-UI runs are runs -------------------------------------------------------------------------
@@ -133,6 +135,7 @@ class Swarmbench:
         self.signals = ending.Signals(self.on_signal)
         self.open_model = openmodel.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
+        self.live = Live(self)  # a headless run's live status for the host runner (plugin/live.py)
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
         self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
@@ -141,13 +144,19 @@ class Swarmbench:
     def register(self, events: Any = locust_events) -> None:
         """Every listener of the plugin, event by event, in the order Locust calls them (the module
         docstring says why each comes where it does)."""
-        om, pace, lat = self.open_model, self.pacing, self.latency
+        om, pace, lat, live = self.open_model, self.pacing, self.latency, self.live
         order = (
             (events.init_command_line_parser, (options.add_options,)),
             (events.init, (om.on_init, self.on_init, pace.on_init, lat.on_init)),
             (
                 events.test_start,
-                (om.on_test_start, self.on_test_start, lat.on_test_start, pace.on_test_start),
+                (
+                    om.on_test_start,
+                    self.on_test_start,
+                    lat.on_test_start,
+                    pace.on_test_start,
+                    live.on_test_start,
+                ),
             ),
             (events.worker_connect, (lat.on_worker_connect,)),
             (
@@ -381,6 +390,7 @@ class Swarmbench:
 
     def write_run(self, run: Run, exit_code: int | None) -> None:
         """The run's folder, complete (a headless run at quit, a web-UI run at its stop)."""
+        self.live.stop(run)  # the test is over: no more live status (nor a stale one left)
         run.manifest.pacing = self.pacing.manifest()  # before finish(): the verdict reads it
         if self.lag_probe.greenlet is not None and run.started_at is not None:  # a standalone runner
             run.lag.record("local", self.lag_probe.report(), run.health.elapsed())
