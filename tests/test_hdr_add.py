@@ -1,4 +1,5 @@
-"""latency/histogram.py Adder (the master's decode of workers' pieces) adds exactly what hdrh's decode-then-add
+"""latency/histogram.py Adder (the master's decode of workers' pieces) adds exactly what hdrh's
+decode-then-add
 adds: the same counts, total and max, for pieces of any size; a piece it cannot take fast (our
 compact encoding, other parameters) goes through the fallback; a corrupt one is left out, counted,
 and leaves nothing behind in the scratch array for the next piece."""
