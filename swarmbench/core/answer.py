@@ -227,11 +227,17 @@ def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> 
     return NameAnswer(
         type=key[0],
         name=key[1],
-        requests=int(_float(row.get(folder.REQUEST_COUNT)) or 0),
-        failures=int(_float(row.get(folder.FAILURE_COUNT)) or 0),
+        requests=_count(row.get(folder.REQUEST_COUNT)),
+        failures=_count(row.get(folder.FAILURE_COUNT)),
         rps=_float(row.get(folder.RPS)),
         **{f: _float(v) for f, v in source.items()},
     )
+
+
+def _count(text: str | None) -> int:
+    """A count column; 0 where the file holds no number (the answer says what is missing)."""
+    value = _float(text)
+    return int(value) if math.isfinite(value) else 0
 
 
 def _float(text: str | None) -> float:
