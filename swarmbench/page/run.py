@@ -534,6 +534,9 @@ def _over_time(facts: Facts) -> list[str]:
     marks = _marks(facts.manifest)
     agg = facts.windows.get((SERVICE, AGGREGATED))
     per = facts.window_s
+    # One time axis for every chart over time: the windows' (each window at its start), else the history's.
+    span = [t for s in facts.windows.values() for t in s.t] or [t for t, _ in facts.users + facts.throughput]
+    xlim = (min(0.0, *span), max(span)) if span else None
     if agg is not None:
         lines = [
             svg.Line(agg.t, agg.p50, svg.colour(0), "p50"),
@@ -543,7 +546,7 @@ def _over_time(facts: Facts) -> list[str]:
         late = facts.windows.get((INTENDED, AGGREGATED))
         if late is not None:
             lines.append(svg.Line(late.t, late.p99, svg.colour(4), "p99 since intended start", dashed=True))
-        chart = _chart(lines, "Latency per window, Aggregated (exact)", "ms", vlines=marks)
+        chart = _chart(lines, "Latency per window, Aggregated (exact)", "ms", vlines=marks, xlim=xlim)
         out.append(
             _figure(
                 chart,
@@ -558,7 +561,7 @@ def _over_time(facts: Facts) -> list[str]:
                 svg.Line(w.t, w.p95, svg.colour(i), n)
                 for i, (n, w) in enumerate(zip(names, series, strict=True))
             ]
-            chart = _chart(lines, "p95 per window, per request name (exact)", "ms", vlines=marks)
+            chart = _chart(lines, "p95 per window, per request name (exact)", "ms", vlines=marks, xlim=xlim)
             out.append(_figure(chart, f"Each request name's p95 in each {per:g} s window."))
     throughput = [(t, c / per) for t, c in zip(agg.t, agg.count, strict=True)] if agg else facts.throughput
     if len(throughput) > 1 or len(facts.users) > 1:
@@ -569,7 +572,9 @@ def _over_time(facts: Facts) -> list[str]:
         if facts.users:
             t, users = [u[0] for u in facts.users], [u[1] for u in facts.users]
             lines.append(svg.Line(t, users, "#555", "users", dashed=True, right=True, step=True))
-        chart = _chart(lines, "Throughput and users", "requests/s", right_label="users", vlines=marks)
+        chart = _chart(
+            lines, "Throughput and users", "requests/s", right_label="users", vlines=marks, xlim=xlim
+        )
         source = (
             f"requests that ended in each {per:g} s window ({folder.LATENCY_WINDOWS_CSV})"
             if agg

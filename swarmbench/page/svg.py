@@ -158,18 +158,20 @@ def lines(
     width: int = W,
     height: int = H,
     right_px: int | None = None,
+    xlim: tuple[float, float] | None = None,
 ) -> str:
     """SERIES as polylines on shared axes, a legend on the right. RIGHT_LABEL: the second axis, for
     the series marked `right`. XTICKS: (value, text) instead of round numbers. YMIN: the left axis
     starts no higher (0 for latencies). HLINES: (y, colour, label) dashed across the plot (a bound);
     VLINES: (x, text) marked from top to bottom (an event). RIGHT_PX: the right margin, second axis
-    and legend (charts stacked on one page keep one plot width), else as wide as they need."""
+    and legend (charts stacked on one page keep one plot width), else as wide as they need. XLIM:
+    the x axis's range (charts of one time axis), points outside it left out."""
     data = [(s, floats(s.x), floats(s.y)) for s in series]
     has_right = right_label is not None and any(s.right for s in series)
     labels = [s.label or "" for s in series] + [h[2] for h in hlines]
     right = right_px or legend_width(labels) + (RIGHT_AXIS if has_right else 0)
     x1, y0 = width - right, height - BOTTOM
-    xaxis = Axis([v for _, xs, _ in data for v in xs], xlog, LEFT, x1)
+    xaxis = Axis(list(xlim) if xlim else [v for _, xs, _ in data for v in xs], xlog, LEFT, x1)
     left_values = [v for s, _, ys in data if not (has_right and s.right) for v in ys] + [h[0] for h in hlines]
     yaxis = Axis(left_values, False, y0, TOP, ymin)
     yaxis.nice()
@@ -189,7 +191,7 @@ def lines(
         keep = [
             (xaxis(x), axis(y))
             for x, y in zip(xs, ys, strict=True)
-            if math.isfinite(x) and math.isfinite(y) and (x > 0 or not xlog)
+            if math.isfinite(x) and math.isfinite(y) and (x > 0 or not xlog) and xaxis.lo <= x <= xaxis.hi
         ]
         dash = ' stroke-dasharray="4 3"' if s.dashed else ""
         tip = f"<title>{escape(s.label)}</title>" if s.label else ""
