@@ -89,3 +89,15 @@ def test_one_run_without_history_or_windows_reports_too(tmp_path, analysis_cli):
     res = analysis_cli("report", run_dir, "-o", tmp_path / "o")
     assert res.returncode == 0, res.stderr
     assert_page_matches_files((tmp_path / "o" / "report.html").read_text(), Path(run_dir))
+
+
+def test_a_step_load_run_reports_its_page_and_its_knee(tmp_path, analysis_cli):
+    """`swarmbench knee`'s report is one run's: its page, then the knee the analysis finds."""
+    run_dir = FIXTURES / "knee" / "saturating"
+    res = analysis_cli("report", run_dir, "-o", tmp_path / "o")
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    page = (tmp_path / "o" / "report.html").read_text()
+    assert not [w for w in SWEEP_WORDS if w in page]
+    assert_page_matches_files(page, run_dir)
+    assert "The knee and the offered load" in page and "Knee at 60 users" in page
+    assert [p.name for p in (tmp_path / "o").glob("*.png")] == ["knee_sat4.png"]

@@ -100,7 +100,8 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
         "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
     }
     if one_configuration(runs):
-        return _write_report(out, {**data, **one_configuration_report(runs, out, seen, args)}, runs, 0, 0)
+        files = {**data, **one_configuration_report(runs, out, seen, args)}
+        return _write_report(out, files, runs, 0, sum(name.endswith(".png") for name in files))
     groups, notes = analyze_scaling(runs, include_partial=args.include_partial)
     # matplotlib only now: a bad input fails fast, before the slowest import.
     from swarmbench.analysis.comparisons import comparisons_json, sweep_comparisons
@@ -145,7 +146,8 @@ def one_configuration_report(
     """One run, or repeats of one configuration: no sweep to fit or compare, so no sweep sections
     and no sweep warnings; report.html holds each run's page (swarmbench/page/run.py), its links
     pointing at the run's folder from OUT. The same files as a sweep's report, less the PNG charts
-    (the page's are inline SVG: no matplotlib)."""
+    (the page's are inline SVG: no matplotlib), but for a step load or an open-model run: its knee
+    and offered-load charts follow the page, as the sweep report draws them."""
     from html import escape
 
     from swarmbench.analysis.comparisons import comparisons_json
@@ -164,11 +166,18 @@ def one_configuration_report(
     for run in runs:
         facts = run_page.read(run.folder)
         parts.append(run_page.body(facts, href=_href(run.folder, out), heading=2 if several or seen else 1))
+    charts = []
+    if any(r.meta.load_shape or r.meta.open_model for r in runs):  # a knee to find: matplotlib's charts
+        from swarmbench.analysis.report import charts_html, step_charts
+
+        charts = step_charts(runs, args.knee_p99_ms)
+        parts.append(charts_html(charts, "The knee and the offered load") if charts else "")
     title = args.title if several else f"Run {runs[0].run_id}"
     note = "one configuration: nothing to fit (a scaling fit needs two worker counts of one configuration)"
     return {
         "scaling.json": (json.dumps(scaling_json([], [note]), indent=2) + "\n").encode(),
         "comparisons.json": (json.dumps(comparisons_json([]), indent=2) + "\n").encode(),
+        **{c.filename: c.png for c in charts},
         "report.html": run_page.document(title, "\n".join(parts)).encode("utf-8"),
     }
 

@@ -89,6 +89,13 @@ def render_charts(
     ]
 
 
+def step_charts(runs: Sequence[Run], knee_p99_ms: float = KNEE_P99_MS) -> list[Chart]:
+    """What a one-configuration report (the run pages) adds for a step load or an open-model run:
+    the knee (`swarmbench knee`'s answer), the offered vs achieved rate, what a worker count
+    sustained."""
+    return [*_knee_charts(runs), *_open_model_charts(runs, knee_p99_ms)]
+
+
 def _scaling_charts(groups: Sequence[ScalingGroup]) -> list[Chart]:
     """Speedup and throughput vs workers, per scaling group of two or more worker counts."""
     charts: list[Chart] = []
@@ -342,6 +349,11 @@ def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
     return table
 
 
+def charts_html(charts: Sequence[Chart], heading: str) -> str:
+    """CHARTS under HEADING, as the report shows them (for a page of another layout)."""
+    return "\n".join(_charts_html(charts, heading))
+
+
 # --- the box a sweep's report opens with ----------------------------------------------------------
 
 SUMMARY_CSS = (
@@ -590,10 +602,10 @@ def _settings_html(runs: Sequence[Run]) -> list[str]:
     return out
 
 
-def _charts_html(charts: Sequence[Chart]) -> list[str]:
+def _charts_html(charts: Sequence[Chart], heading: str = "Charts") -> list[str]:
     """Every chart but Run health's (shown in its own section), embedded as base64 PNG."""
     out: list[str] = []
-    out.append("<h2>Charts</h2>")
+    out.append(f"<h2>{escape(heading)}</h2>")
     for chart in (c for c in charts if not health.is_health_chart(c.filename)):
         data = base64.b64encode(chart.png).decode("ascii")
         out.append(

@@ -332,6 +332,7 @@ tr.total td{font-weight:bold;background:#fafafa}
 .warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em 1em;margin:.8em 0}
 .missing{background:#fdecea;border-left:4px solid #b3261e;padding:.4em 1em;margin:.8em 0}
 .muted{color:#666;font-size:13px} figure{margin:1em 0} figcaption{color:#555;font-size:13px}
+img{max-width:100%}
 details{margin:.6em 0} summary{cursor:pointer;font-weight:bold} code{font-size:90%}
 """
 
