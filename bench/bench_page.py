@@ -135,7 +135,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="make the folder here and keep it (for a look)")
     args = parser.parse_args()
-    where = args.keep or Path(tempfile.mkdtemp(prefix="bench-page-")) / "run"
+    if args.keep:
+        measure(args, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-page-") as tmp:
+            measure(args, Path(tmp) / "run")
+
+
+def measure(args: argparse.Namespace, where: Path) -> None:
     t = time.perf_counter()
     run_dir = make_folder(where, args.windows, args.names, args.workers)
     size = sum(p.stat().st_size for p in run_dir.iterdir()) / 1e6

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from swarmbench.core import folder
-from swarmbench.core.answer import Answer, NameAnswer, csv_rows, read_answer
+from swarmbench.core.answer import INTENDED, SERVICE, Answer, NameAnswer, csv_rows, read_answer
 from swarmbench.core.bottleneck import GENERATOR_CPU_LIMIT_PCT
 from swarmbench.core.checks import AGGREGATED, EXACT
 from swarmbench.core.exits import InputError
@@ -49,9 +49,6 @@ from swarmbench.page import svg
 
 MARK = '<meta name="generator" content="swarmbench run page">'
 """In every run page's head: tells a run page from Locust's own report.html of older folders."""
-
-SERVICE, INTENDED = "service", "intended"
-"""The kinds of latency in the exact files (latency/histogram.py KINDS)."""
 
 QUANTILE_STEPS = 50
 """The distribution chart's points: percentiles at 1/(1 - q) = 10^(k/10), k = 0 .. this (0 % to
@@ -140,23 +137,19 @@ def read(run_dir: Path, manifest: RunManifest | None = None) -> Facts:
     _read_distribution(run_dir / folder.LATENCY_HDR_JSON, facts)
     if m.open_model is not None:
         _read_arrival(run_dir / folder.ARRIVAL_CSV, facts)
-    facts.failures = sorted(
-        csv_rows(run_dir / folder.FAILURES_CSV, facts.notes),
-        key=lambda r: (
-            -_num(r.get(folder.FAIL_OCCURRENCES))
-            if math.isfinite(_num(r.get(folder.FAIL_OCCURRENCES)))
-            else 0
-        ),
-    )
+    failures = csv_rows(run_dir / folder.FAILURES_CSV, facts.notes)
+    facts.failures = sorted(failures, key=lambda r: -_num(r.get(folder.FAIL_OCCURRENCES), default=0.0))
     facts.files = _files(run_dir, written=[folder.MANIFEST] if manifest is not None else [])
     return facts
 
 
-def _num(text: str | None) -> float:
+def _num(text: str | None, default: float = math.nan) -> float:
+    """A CSV cell as a number; DEFAULT where it is blank, N/A or not a finite number."""
     try:
-        return float(text) if text not in (None, "", "N/A") else math.nan
+        value = float(text) if text not in (None, "", "N/A") else default
     except ValueError:
-        return math.nan
+        return default
+    return value if math.isfinite(value) else default
 
 
 WINDOW_FIELDS = ("window_s", "count", "failures", "p50_ms", "p95_ms", "p99_ms")
@@ -248,10 +241,12 @@ def _read_distribution(path: Path, facts: Facts) -> None:
         count = hist.get_total_count()
         if not count:
             continue
-        steps = [10 ** (k / 10) for k in range(QUANTILE_STEPS + 1) if 10 ** (k / 10) < count]
-        values = percentile_values(hist, [100 * (1 - 1 / x) for x in steps])
-        xs = [x for x, q in zip(steps, values, strict=False)]
-        ys = [values[q] / 1000 for q in values]
+        steps = {
+            100 * (1 - 1 / x): x for x in (10 ** (k / 10) for k in range(QUANTILE_STEPS + 1)) if x < count
+        }
+        values = percentile_values(hist, list(steps))
+        xs = [steps[q] for q in values]
+        ys = [v / 1000 for v in values.values()]
         xs.append(float(count))  # the max: the slowest of COUNT requests
         ys.append(hist.get_max_value() / 1000)
         facts.distribution[name] = (xs, ys)
@@ -335,6 +330,8 @@ tr.total td{font-weight:bold;background:#fafafa}
 img{max-width:100%}
 details{margin:.6em 0} summary{cursor:pointer;font-weight:bold} code{font-size:90%}
 """
+STYLE = " ".join(line.strip() for line in CSS.strip().splitlines())
+"""CSS on one line in the page: every page's head is then one line, not a block repeated in each file."""
 
 
 def render(run_dir: Path, manifest: RunManifest | None = None) -> str:
@@ -344,10 +341,12 @@ def render(run_dir: Path, manifest: RunManifest | None = None) -> str:
 
 
 def document(title: str, content: str) -> str:
+    """The page around CONTENT. Written compact, a few long lines (it is generated, for a browser):
+    the same markup of every run folder is not a block of lines repeated file after file."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'{MARK}<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>\n{content}\n</body></html>\n"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>\n{content}\n</body></html>\n"
     )
 
 
@@ -376,7 +375,7 @@ def body(facts: Facts, href: str = "", heading: int = 1) -> str:
     parts += _events_html(m)
     parts.append(_settings_html(m))
     parts.append(_files_html(facts, href))
-    return "\n".join(p for p in parts if p)
+    return "".join(p for p in parts if p)
 
 
 def _subtitle(m: RunManifest, facts: Facts, href: str) -> str:
@@ -445,7 +444,7 @@ def _answer_html(a: Answer) -> str:
     else:
         parts.append(f"<p>No request numbers: {folder.STATS_CSV} is missing, empty or unreadable.</p>")
     parts.append("</div>")
-    return "\n".join(parts)
+    return "".join(parts)
 
 
 def names_table(names: Sequence[NameAnswer], table_id: str) -> str:
