@@ -800,7 +800,7 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
     where it jumps), with the change points listed under it. One self-contained file, inline SVG."""
     from html import escape
 
-    from swarmbench.compare import svg
+    from swarmbench.page import svg
 
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Swarmbench trend</title>",

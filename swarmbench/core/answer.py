@@ -33,6 +33,8 @@ from swarmbench.core.manifest import (
 
 SERVICE = "service"
 """locust_latency_hdr.csv's kind of Locust's own response time (open-model runs add `intended`)."""
+INTENDED = "intended"
+"""locust_latency_hdr.csv's kind of the time since the intended start (open-model runs only)."""
 
 PERCENTILE_COLUMNS = {"p50_ms": "p50_ms", "p95_ms": "p95_ms", "p99_ms": "p99_ms", "max_ms": "max_ms"}
 """NameAnswer's field -> locust_latency_hdr.csv's column (folder.LATENCY_HDR_COLUMNS)."""
@@ -83,6 +85,10 @@ class Answer:
     checks: list[Outcome] = field(default_factory=list)  # the thresholds as run.json recorded them
     warnings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # files the folder lacks, said on the page
+    # open-model runs: per name, the time since the intended start (locust_latency_hdr.csv's
+    # `intended` rows), with the same requests, failures and req/s as `names`
+    intended: list[NameAnswer] = field(default_factory=list)
+    manifest: RunManifest = field(default_factory=RunManifest)  # run.json as read (empty without one)
 
     @property
     def aggregated(self) -> NameAnswer | None:
@@ -92,24 +98,20 @@ class Answer:
         return STATUS_WORDS.get(self.status or "", self.status or "unknown (a harness older than run status)")
 
 
-def read_answer(run_dir: Path) -> Answer:
+def read_answer(run_dir: Path, manifest: RunManifest | None = None) -> Answer:
     """RUN_DIR's answer; a file that is missing or unreadable is named in `missing`, never raised:
-    the page and the terminal say what they could not read and show the rest."""
+    the page and the terminal say what they could not read and show the rest. MANIFEST: the run's
+    record when it is not on disk yet (the plugin writes the run page just before run.json)."""
     run_dir = Path(run_dir)
     missing: list[str] = []
-    manifest = RunManifest()
-    if (run_dir / folder.MANIFEST).is_file():
-        try:
-            manifest = RunManifest.read(run_dir / folder.MANIFEST)
-        except InputError as e:
-            missing.append(str(e))
-    else:
-        missing.append(f"{folder.MANIFEST}: not written (the run did not end cleanly, or predates it)")
-    stats = _rows(run_dir / folder.STATS_CSV, missing)
-    exact = {(r.get("type", ""), r.get("name", "")): r for r in _rows(run_dir / folder.LATENCY_HDR_CSV, None)
-             if r.get("kind", SERVICE) == SERVICE}  # fmt: skip
-    names = [_name(row, exact) for row in stats]
-    names.sort(key=lambda n: (n.name == AGGREGATED, n.name, n.type))
+    if manifest is None:
+        manifest = _manifest(run_dir, missing)
+    stats = csv_rows(run_dir / folder.STATS_CSV, missing)
+    hdr = csv_rows(run_dir / folder.LATENCY_HDR_CSV, missing, required=False)
+    exact = {(r.get("type", ""), r.get("name", "")): r for r in hdr if r.get("kind", SERVICE) == SERVICE}
+    names = sorted((_name(row, exact) for row in stats), key=_order)
+    late = {(r.get("type", ""), r.get("name", "")): r for r in hdr if r.get("kind") == INTENDED}
+    intended = sorted((_name(row, late) for row in stats if _key(row) in late), key=_order)
     bottleneck = manifest.bottleneck
     return Answer(
         folder=run_dir,
@@ -122,6 +124,8 @@ def read_answer(run_dir: Path) -> Answer:
         checks=outcomes(manifest),
         warnings=warnings(manifest, names),
         missing=missing,
+        intended=intended,
+        manifest=manifest,
     )
 
 
@@ -206,18 +210,54 @@ def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None
     return "\n".join(lines)
 
 
-def _rows(path: Path, missing: list[str] | None) -> list[dict[str, str]]:
+def _manifest(run_dir: Path, missing: list[str]) -> RunManifest:
+    """RUN_DIR's run.json, or an empty record and the reason in MISSING."""
+    if not (run_dir / folder.MANIFEST).is_file():
+        missing.append(f"{folder.MANIFEST}: not written (the run did not end cleanly, or predates it)")
+        return RunManifest()
+    try:
+        return RunManifest.read(run_dir / folder.MANIFEST)
+    except InputError as e:
+        missing.append(str(e))
+        return RunManifest()
+
+
+def csv_rows(path: Path, notes: list[str] | None, required: bool = True) -> list[dict[str, str]]:
+    """PATH's rows. What is wrong with it goes to NOTES (when given), one line naming the file: missing
+    (when REQUIRED), unreadable, or cut off (its last line incomplete: that row is left out, as is
+    any row with fewer or more fields than the header); never raised."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        if missing is not None:
-            missing.append(f"{path.name}: {getattr(e, 'strerror', None) or e}")
+            text = f.read()
+        rows = list(csv.DictReader(text.splitlines()))
+    except FileNotFoundError:
+        if notes is not None and required:
+            notes.append(f"{path.name}: missing")
         return []
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        if notes is not None:
+            notes.append(f"{path.name}: unreadable ({getattr(e, 'strerror', None) or e})")
+        return []
+    if text and not text.endswith("\n"):
+        rows = rows[:-1]
+        if notes is not None:
+            notes.append(f"{path.name}: cut off (its last line is incomplete and left out)")
+    whole = [r for r in rows if None not in r and None not in r.values()]
+    if len(whole) < len(rows) and notes is not None:
+        notes.append(f"{path.name}: {len(rows) - len(whole)} row(s) with a wrong number of fields, left out")
+    return whole
+
+
+def _key(row: dict[str, str]) -> tuple[str, str]:
+    return (row.get(folder.TYPE) or "", row.get(folder.NAME) or "")
+
+
+def _order(n: NameAnswer) -> tuple[bool, str, str]:
+    return (n.name == AGGREGATED, n.name, n.type)
 
 
 def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> NameAnswer:
-    key = (row.get(folder.TYPE) or "", row.get(folder.NAME) or "")
+    key = _key(row)
     hdr = exact.get(key)
     source = (
         {f: (hdr or {}).get(col) for f, col in PERCENTILE_COLUMNS.items()}
@@ -227,17 +267,11 @@ def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> 
     return NameAnswer(
         type=key[0],
         name=key[1],
-        requests=_count(row.get(folder.REQUEST_COUNT)),
-        failures=_count(row.get(folder.FAILURE_COUNT)),
+        requests=_int(row.get(folder.REQUEST_COUNT)),
+        failures=_int(row.get(folder.FAILURE_COUNT)),
         rps=_float(row.get(folder.RPS)),
         **{f: _float(v) for f, v in source.items()},
     )
-
-
-def _count(text: str | None) -> int:
-    """A count column; 0 where the file holds no number (the answer says what is missing)."""
-    value = _float(text)
-    return int(value) if math.isfinite(value) else 0
 
 
 def _float(text: str | None) -> float:
@@ -245,6 +279,12 @@ def _float(text: str | None) -> float:
         return float(text) if text not in (None, "", "N/A") else math.nan
     except ValueError:
         return math.nan
+
+
+def _int(text: str | None) -> int:
+    """A count; 0 where the cell is blank or not a number (a cut-off file)."""
+    value = _float(text)
+    return int(value) if math.isfinite(value) else 0
 
 
 def _num(value: float) -> str:

@@ -53,9 +53,9 @@ Locust calls the listeners of one event in registration order, and the order mat
     quitting                  open model: the summed counts and run.json's open_model;
                               thresholds on the final stats and exact latency, then the run's
                               status and the exit code (health.py, core/exits.py)
-    quit                      final CSVs, latency files, report.html and run.json; any secret
-                              header value scrubbed from the folder (headers.py); the thresholds' verdict and
-                              (unless complete) the run's status printed last"""
+    quit                      final CSVs, latency files, Locust's report, the run page and run.json;
+                              any secret header value scrubbed from the folder (headers.py); the
+                              thresholds' verdict and (unless complete) the run's status printed last"""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def begin_ui_run(environment: Environment) -> Run:
 
 
 def end_ui_run(run: Run, plugin: Any, reason: str | None = None) -> None:
-    """The UI test ended: thresholds, then the folder (CSVs, report.html, run.json). At the test's
+    """The UI test ended: thresholds, then the folder (CSVs, the reports, run.json). At the test's
     end the workers' final reports are in (ending.Closer waits for their goodbyes first)."""
     run.health.closing = True
     if reason:  # the test goes on: reports still in flight belong to the next folder
