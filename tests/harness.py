@@ -68,11 +68,12 @@ def missing(reason: str) -> NoReturn:
 
 
 class Target:
-    """The albums service (BINARY, built by conftest's albums_binary) on a free loopback port, with ENV
-    over this process's environment (ALBUMS_DELAY=..., ALBUMS_STORE=...); up when constructed."""
+    """The albums service (BINARY, built by conftest's albums_binary) on a free loopback port (or
+    PORT: runs of one host, as the history compares them), with ENV over this process's environment
+    (ALBUMS_DELAY=..., ALBUMS_STORE=...); up when constructed."""
 
-    def __init__(self, binary: Path, **env: str) -> None:
-        self.port = free_port()
+    def __init__(self, binary: Path, port: int | None = None, **env: str) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [str(binary)],
