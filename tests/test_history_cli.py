@@ -164,7 +164,8 @@ def test_the_gate_with_too_few_runs_says_how_many_and_passes(tmp_path: Path) -> 
     assert res.returncode == 0, res.stderr
     assert f"{GATE_MIN_RUNS - 2} comparable run(s) of main before {candidate}" in res.stderr
     assert f"(the gate needs {GATE_MIN_RUNS}): no verdict" in res.stderr
-    assert not (tmp_path / "out").exists()
+    said = (tmp_path / "out" / "compare.txt").read_text()  # a CI job's summary shows it
+    assert f"swarmbench compare: {said}" == res.stderr and os.listdir(tmp_path / "out") == ["compare.txt"]
 
 
 def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path: Path) -> None:
