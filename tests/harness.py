@@ -44,6 +44,7 @@ __all__ = [
     "missing",
     "one_error_line",
     "run_locust",
+    "run_against",
     "run_module",
     "swarmbench",
     "wait_http",
@@ -135,6 +136,22 @@ def run_locust(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def run_against(
+    binary: Path, folder: Path, run_id: str, load: list[str], port: int | None = None, **target_env: str
+) -> Path:
+    """One headless Locust run with LOAD (its options and user class) against a fresh target (a
+    Target of BINARY on PORT with TARGET_ENV, stopped after), saved as FOLDER/RUN_ID: returned."""
+    target = Target(binary, port=port, **target_env)
+    try:
+        res = run_locust(
+            "--headless", "-H", target.url, *load, "--results-dir", str(folder), "--run-id", run_id
+        )
+    finally:
+        target.stop()
+    assert res.returncode == 0, res.stderr[-2000:]
+    return folder / run_id
 
 
 def interruptible(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:

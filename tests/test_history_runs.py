@@ -1,11 +1,15 @@
 """The gate on real runs: a history of identical short runs of the real target (Locust on 127.0.0.1,
 each run against a fresh target on one port: one host, as the history compares runs), recorded with
 `swarmbench history add`; then `swarmbench compare --history` calls a run of a target 20 % slower
-(ALBUMS_DELAY 50 ms -> 60 ms) `regressed` on p95 (exit 3), and an unchanged run not.
+(ALBUMS_DELAY 100 ms -> 120 ms) `regressed` on p95 (exit 3), and an unchanged run not.
 
-As short as the statistics allow: 6 past runs (the gate needs 5; at 6 the prediction interval is
-±2.78 run-to-run SDs) of 8 s, FastHttpUser (`make ab`'s client: half the run-to-run noise of
-HttpUser, runner/ab.py AB_USER_CLASS), 8 users paced at 20 ms. Verdicts on real latency: `quiet`.
+As short as the statistics allow: 7 past runs (the gate needs 5; at 7 the prediction interval is
+±2.6 run-to-run SDs) of 8 s, FastHttpUser (`make ab`'s client: half the run-to-run noise of
+HttpUser, runner/ab.py AB_USER_CLASS), 16 users paced at 20 ms. The service's own 100 ms dominates
+each request, so the machine's hiccups stay a small part of p95: with 50 ms and 6 runs, a busy
+shared machine (load 4 on 2 cores) once made p95's run-to-run SD 5.5 % and the +20 % run only
+`inconclusive`; here it is 0.6 % (measured +19.2 %, CI [17.7, 20.8] %). Verdicts on real latency:
+`quiet`.
 """
 
 from __future__ import annotations
@@ -14,27 +18,19 @@ import json
 from pathlib import Path
 
 import pytest
-from harness import Target, free_port, run_locust, swarmbench
+from harness import free_port, run_against, swarmbench
 
 from swarmbench.core.checks import AGGREGATED, REGRESSED
 
 pytestmark = pytest.mark.quiet
 
-LOAD = ["-t", "8s", "-u", "8", "-r", "8", "--wait-time", "constant 0.02", "AlbumsFastHttpUser"]
-PAST_RUNS = 6
-DELAY, SLOWER = "50ms", "60ms"  # the service's own cost 20 % higher
+LOAD = ["-t", "8s", "-u", "16", "-r", "16", "--wait-time", "constant 0.02", "AlbumsFastHttpUser"]
+PAST_RUNS = 7
+DELAY, SLOWER = "100ms", "120ms"  # the service's own cost 20 % higher
 
 
 def run(binary: Path, port: int, folder: Path, run_id: str, delay: str) -> Path:
-    target = Target(binary, port=port, ALBUMS_DELAY=delay)
-    try:
-        res = run_locust(
-            "--headless", "-H", target.url, *LOAD, "--results-dir", str(folder), "--run-id", run_id
-        )
-    finally:
-        target.stop()
-    assert res.returncode == 0, res.stderr[-2000:]
-    return folder / run_id
+    return run_against(binary, folder, run_id, LOAD, port, ALBUMS_DELAY=delay)
 
 
 @pytest.fixture(scope="module")
