@@ -1,11 +1,13 @@
-"""compare.html's SVG charts (swarmbench/compare/svg.py): points land inside the plot area, a log
-axis spaces decades evenly, labels are escaped, every interval row is drawn."""
+"""compare.html's and trend.html's SVG charts (swarmbench/compare/svg.py): points land inside the plot
+area, a log axis spaces decades evenly, labels are escaped, marks stand where their x is, every
+interval row is drawn."""
 
 from __future__ import annotations
 
 import re
 
 import numpy as np
+import pytest
 
 from swarmbench.compare import svg
 
@@ -32,6 +34,19 @@ def test_a_step_line_doubles_its_points_and_nan_is_dropped():
         [svg.Line(np.array([1.0, 2.0, np.nan]), np.array([1.0, 2.0, 3.0]), "#000", step=True)], "t", "x", "y"
     )
     assert len(points(chart)) == 3  # (1,1) (2,1) (2,2): flat until the next x
+
+
+def test_marks_are_vertical_lines_at_their_x_with_one_legend_entry():
+    x = np.arange(1.0, 11.0)
+    chart = svg.lines([svg.Line(x, x * 2, "#000", "runs")], "t", "x", "y", marks=(3.5, 8.5), mark_label="cp")
+    marks = re.findall(
+        rf'<line x1="([\d.]+)" x2="([\d.]+)" y1="{svg.TOP}" y2="[\d.]+" stroke="{svg.MARK_COLOUR}"', chart
+    )
+    width = svg.W - svg.LEFT - svg.RIGHT
+    expected = [svg.LEFT + 2.5 / 9 * width, svg.LEFT + 7.5 / 9 * width]
+    assert [float(a) for a, b in marks if a == b] == pytest.approx(expected, abs=0.06)
+    assert chart.count(">cp</text>") == 1
+    assert svg.MARK_COLOUR not in svg.lines([svg.Line(x, x, "#000")], "t", "x", "y")
 
 
 def test_intervals_draw_every_row_and_the_band():

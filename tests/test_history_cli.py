@@ -151,7 +151,11 @@ def test_trend_writes_its_page_and_json(tmp_path: Path) -> None:
     assert saved["store"] == store and saved["branch"] == "main" and "E-divisive" in saved["method"]
     (p95,) = [p for p in saved["change_points"] if (p["name"], p["metric"]) == (AGGREGATED, "p95_ms")]
     assert page.count("<svg") == 4 * 7  # 3 names and Aggregated x 7 metrics
-    assert f"({p95['run_id']}, fixture)" in page and "segment mean" in page
+    assert f"({p95['run_id']}, fixture)" in page and "segment mean" in page and ">p95 (ms)</text>" in page
+    assert f"<td>{p95['run_id']}</td><td>fixture</td><td>{AGGREGATED}</td><td>p95 (ms)</td>" in page
+    assert "no change point" not in page.split("<figure>")[1]  # the charts with a change come first
+    marked = page.count(">change point</text>")  # a chart's legend names its marks once
+    assert marked == len({(p["name"], p["metric"]) for p in saved["change_points"]}) >= 1
     last = ok("trend", "--history", store, "--last", "20", "--json")
     assert all(p["name"] != AGGREGATED or p["metric"] != "p95_ms" for p in json.loads(last)["change_points"])
 

@@ -120,3 +120,14 @@ def test_another_branch_is_no_baseline(store_path: Path, runs: list[RunData]) ->
         outcome, comparable = gate_outcome(store, [at_mean(store_path, runs[-1])], branch="feature")
     assert (outcome, comparable) == (None, 0)
     assert base_run().branch == "main"
+
+
+def test_the_notebooks_frame_holds_every_run_and_name(store_path: Path, runs: list[RunData]) -> None:
+    from swarmbench.analysis import history_frame
+
+    frame = history_frame(store_path, branch="main")
+    assert len(frame) == RUNS * 4 and frame["run_id"].iloc[0] == "r0"  # 3 names and Aggregated, oldest first
+    p99 = frame[frame["name"] == STEPPED[1]].set_index("run_id")["p99_ms"]
+    stored_p99 = {r.run_id: next(s.p99_ms for s in r.stats if s.name == STEPPED[1]) for r in runs}
+    assert p99.to_dict() == pytest.approx(stored_p99)
+    assert history_frame(store_path, branch="feature").empty

@@ -97,8 +97,21 @@ def _svg(body: list[str], height: int = H) -> str:
     )
 
 
-def lines(series: list[Line], title: str, xlabel: str, ylabel: str, xlog: bool = False) -> str:
-    """SERIES as polylines on shared axes, a legend on the right."""
+MARK_COLOUR = "#ff7f0e"
+"""Vertical marks (the trend page's change points): apart from the lines' blue and red."""
+
+
+def lines(
+    series: list[Line],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    xlog: bool = False,
+    marks: tuple[float, ...] = (),
+    mark_label: str = "",
+) -> str:
+    """SERIES as polylines on shared axes, a legend on the right; MARKS: x positions drawn as
+    vertical lines across the plot (one legend entry, MARK_LABEL)."""
     axes = _Axes(
         np.concatenate([s.x for s in series] or [np.zeros(0)]),
         np.concatenate([s.y for s in series] or [np.zeros(0)]),
@@ -122,6 +135,14 @@ def lines(series: list[Line], title: str, xlabel: str, ylabel: str, xlog: bool =
             )
             body.append(f'<text x="{W - RIGHT + 34}" y="{ly + 4}">{escape(s.label)}</text>')
             legend += 1
+    for x in axes.px(np.asarray(marks, dtype=float)):
+        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{H - BOTTOM}" stroke="{MARK_COLOUR}" '
+                    'stroke-width="2" stroke-dasharray="6 3"/>')  # fmt: skip
+    if len(marks) and mark_label:
+        ly = TOP + 10 + 16 * legend
+        body.append(f'<line x1="{W - RIGHT + 10}" x2="{W - RIGHT + 30}" y1="{ly}" y2="{ly}" '
+                    f'stroke="{MARK_COLOUR}" stroke-width="2" stroke-dasharray="6 3"/>')  # fmt: skip
+        body.append(f'<text x="{W - RIGHT + 34}" y="{ly + 4}">{escape(mark_label)}</text>')
     return _svg(body)
 
 

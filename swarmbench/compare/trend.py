@@ -35,6 +35,7 @@ random series compared against the version without the skip).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -715,13 +716,18 @@ def trend_table(found: dict) -> str:
 
 
 TREND_COLOURS = ("#1f77b4", "#d62728")
-"""The runs' values and the segment means between change points."""
+"""The runs' values and the segment means between change points (change points: svg.MARK_COLOUR)."""
+
+TREND_LABELS = {"rps": "throughput (req/s)", "p50_ms": "p50 (ms)", "p90_ms": "p90 (ms)", "p95_ms": "p95 (ms)",
+                "p99_ms": "p99 (ms)", "p999_ms": "p99.9 (ms)", "max_ms": "max (ms)"}  # fmt: skip
+"""Each trend metric as its chart's y axis names it, with its unit."""
 
 
 def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
-    """trend.html: per configuration of BRANCH, one chart per request name and metric (the runs'
-    values, and the mean of each segment between change points as a dashed step: a change point is
-    where it jumps), with the change points listed under it. One self-contained file, inline SVG."""
+    """trend.html: per configuration of BRANCH, its change points (FOUND: trend_json's answer) in a
+    table, then one chart per request name and metric: the runs' values, the mean of each segment
+    between change points as a dashed step, and each change point as a vertical mark just before
+    the first run after it. One self-contained file, inline SVG."""
     from html import escape
 
     from swarmbench.compare import svg
@@ -729,38 +735,72 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Swarmbench trend</title>",
         "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
-        "figure{margin:1em 0}figcaption{font-size:90%;color:#444}code{font-size:90%}</style></head><body>",
+        "figure{margin:1em 0}figcaption{font-size:90%;color:#444}code{font-size:90%}"
+        "table{border-collapse:collapse;font-size:90%}td,th{padding:2px 8px;text-align:left}"
+        "th{border-bottom:1px solid #999}</style></head><body>",
         f"<h1>Trend: branch {escape(branch)}</h1>",
         f"<p>History <code>{escape(found['store'])}</code>. Method: {escape(found['method'])}.</p>",
     ]
     for config in configurations(store, branch):
         series = store.series(config.fingerprint, config.host, config.testbed, branch, last=last)
-        load = ", ".join(f"{k} {v}" for k, v in config.load.items() if v not in (None, "", []))
-        parts.append(f"<h2>{escape(config.host or '-')} on {escape(config.testbed)}: {config.runs} runs</h2>")
+        where = {(r.started_at, r.run_id): i for i, r in enumerate(series.runs)}
+        key = (config.fingerprint, config.host, config.testbed)
+        mine = [p for p in found["change_points"] if (p["fingerprint"], p["host"], p["testbed"]) == key]
+        load = ", ".join(
+            f"{k} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in config.load.items()
+            if v not in (None, "", [])
+        )
+        parts.append(
+            f"<h2>{escape(config.host or '-')} on {escape(config.testbed)}: "
+            f"{len(series.runs)} of {config.runs} runs</h2>"
+        )
         parts.append(f"<p>Load <code>{escape(config.fingerprint)}</code>: {escape(load)}</p>")
+        parts.append(_change_table(mine, where))
         x = np.arange(1, len(series.runs) + 1, dtype=float)
-        for (type_, name), per in sorted(series.values.items()):
-            for metric in TREND_METRICS:
-                y = np.asarray(per[metric], dtype=float)
-                if not np.isfinite(y).any():
-                    continue
-                points = change_points(y)
-                means = np.full_like(y, np.nan)
-                edges = [0, *(p.index for p in points), len(y)]
-                for a, b in zip(edges, edges[1:], strict=False):
-                    seg = y[a:b][np.isfinite(y[a:b])]
-                    means[a:b] = seg.mean() if len(seg) else np.nan
-                chart = svg.lines(
-                    [svg.Line(x, y, TREND_COLOURS[0], "each run"),
-                     svg.Line(x, means, TREND_COLOURS[1], "segment mean", dashed=True, step=True)],
-                    f"{type_} {name}: {metric}".strip(), "run (oldest first)", metric,
-                )  # fmt: skip
-                said = "; ".join(
-                    f"at run {p.index + 1} ({escape(series.runs[p.index].run_id)}, "
-                    f"{escape((series.runs[p.index].git_commit or '-')[:10])}): {p.mean_before:.4g} -> "
-                    f"{p.mean_after:.4g} ({p.change_percent:+.1f} %)"
-                    for p in points
-                )
-                parts.append(f"<figure>{chart}<figcaption>{said or 'no change point'}</figcaption></figure>")
+        changed = {(p["type"], p["name"], p["metric"]) for p in mine}
+        charts = sorted(((t, n, m) for (t, n) in series.values for m in TREND_METRICS),
+                        key=lambda c: (c not in changed, c[0], c[1], TREND_METRICS.index(c[2])))  # fmt: skip
+        for type_, name, metric in charts:  # the charts with a change point first
+            y = np.asarray(series.values[(type_, name)][metric], dtype=float)
+            if not np.isfinite(y).any():
+                continue
+            points = [p for p in mine if (p["type"], p["name"], p["metric"]) == (type_, name, metric)]
+            starts = sorted(where[(p["started_at"], p["run_id"])] for p in points)
+            means = np.full_like(y, np.nan)
+            for a, b in itertools.pairwise([0, *starts, len(y)]):
+                seg = y[a:b][np.isfinite(y[a:b])]
+                means[a:b] = seg.mean() if len(seg) else np.nan
+            label = TREND_LABELS[metric]
+            chart = svg.lines(
+                [svg.Line(x, y, TREND_COLOURS[0], "each run"),
+                 svg.Line(x, means, TREND_COLOURS[1], "segment mean", dashed=True, step=True)],
+                f"{type_} {name}: {label}".strip(), "run (1 = oldest)", label,
+                marks=tuple(i + 0.5 for i in starts), mark_label="change point",
+            )  # fmt: skip
+            said = "; ".join(
+                f"at run {where[(p['started_at'], p['run_id'])] + 1} ({escape(p['run_id'])}, "
+                f"{escape((p['commit'] or '-')[:10])}): {p['before']:.4g} -> {p['after']:.4g} "
+                f"({p['change_pct']:+.1f} %)"
+                for p in sorted(points, key=lambda p: p["started_at"])
+            )
+            parts.append(f"<figure>{chart}<figcaption>{said or 'no change point'}</figcaption></figure>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _change_table(points: list[dict], where: dict[tuple[str, str], int]) -> str:
+    """The change points of one configuration as an HTML table, oldest first."""
+    from html import escape
+
+    if not points:
+        return "<p>No change point.</p>"
+    head = ("run", "first run after", "commit", "name", "metric", "before", "after", "change")
+    rows = []
+    for p in sorted(points, key=lambda p: (p["started_at"], p["name"], p["metric"])):
+        cells = (where[(p["started_at"], p["run_id"])] + 1, p["run_id"], (p["commit"] or "-")[:10],
+                 p["name"], TREND_LABELS[p["metric"]], f"{p['before']:.4g}", f"{p['after']:.4g}",
+                 f"{p['change_pct']:+.1f} %")  # fmt: skip
+        rows.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
+    header = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+    return f"<table>{header}{''.join(rows)}</table>"
