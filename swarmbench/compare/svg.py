@@ -1,4 +1,5 @@
-"""compare.html's charts as inline SVG: lines on linear or log axes, and intervals against a band.
+"""compare.html's and trend.html's charts as inline SVG: lines (and vertical marks) on linear or log
+axes, and intervals against a band.
 
 Why not matplotlib: importing it and rendering three PNG figures took ~2 of the ~3 s a comparison
 of two 10-minute runs took (bench/bench_compare.py); these charts are a few polylines, which SVG

@@ -730,8 +730,6 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
     the first run after it. One self-contained file, inline SVG."""
     from html import escape
 
-    from swarmbench.compare import svg
-
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Swarmbench trend</title>",
         "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
@@ -757,36 +755,45 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
         )
         parts.append(f"<p>Load <code>{escape(config.fingerprint)}</code>: {escape(load)}</p>")
         parts.append(_change_table(mine, where))
-        x = np.arange(1, len(series.runs) + 1, dtype=float)
         changed = {(p["type"], p["name"], p["metric"]) for p in mine}
         charts = sorted(((t, n, m) for (t, n) in series.values for m in TREND_METRICS),
                         key=lambda c: (c not in changed, c[0], c[1], TREND_METRICS.index(c[2])))  # fmt: skip
         for type_, name, metric in charts:  # the charts with a change point first
             y = np.asarray(series.values[(type_, name)][metric], dtype=float)
-            if not np.isfinite(y).any():
-                continue
-            points = [p for p in mine if (p["type"], p["name"], p["metric"]) == (type_, name, metric)]
-            starts = sorted(where[(p["started_at"], p["run_id"])] for p in points)
-            means = np.full_like(y, np.nan)
-            for a, b in itertools.pairwise([0, *starts, len(y)]):
-                seg = y[a:b][np.isfinite(y[a:b])]
-                means[a:b] = seg.mean() if len(seg) else np.nan
-            label = TREND_LABELS[metric]
-            chart = svg.lines(
-                [svg.Line(x, y, TREND_COLOURS[0], "each run"),
-                 svg.Line(x, means, TREND_COLOURS[1], "segment mean", dashed=True, step=True)],
-                f"{type_} {name}: {label}".strip(), "run (1 = oldest)", label,
-                marks=tuple(i + 0.5 for i in starts), mark_label="change point",
-            )  # fmt: skip
-            said = "; ".join(
-                f"at run {where[(p['started_at'], p['run_id'])] + 1} ({escape(p['run_id'])}, "
-                f"{escape((p['commit'] or '-')[:10])}): {p['before']:.4g} -> {p['after']:.4g} "
-                f"({p['change_pct']:+.1f} %)"
-                for p in sorted(points, key=lambda p: p["started_at"])
-            )
-            parts.append(f"<figure>{chart}<figcaption>{said or 'no change point'}</figcaption></figure>")
+            if np.isfinite(y).any():
+                points = [p for p in mine if (p["type"], p["name"], p["metric"]) == (type_, name, metric)]
+                parts.append(_trend_chart(f"{type_} {name}".strip(), metric, y, points, where))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _trend_chart(title: str, metric: str, y: np.ndarray, points: list[dict], where: dict) -> str:
+    """One name's METRIC over its runs (Y, oldest first) as a figure: the values, the segment means
+    between its change POINTS (trend_json's; WHERE: (started_at, run_id) -> position) as a dashed
+    step, a vertical mark just before each first run after a change, and the changes in words."""
+    from html import escape
+
+    from swarmbench.compare import svg
+
+    starts = sorted(where[(p["started_at"], p["run_id"])] for p in points)
+    means = np.full_like(y, np.nan)
+    for a, b in itertools.pairwise([0, *starts, len(y)]):
+        seg = y[a:b][np.isfinite(y[a:b])]
+        means[a:b] = seg.mean() if len(seg) else np.nan
+    x, label = np.arange(1, len(y) + 1, dtype=float), TREND_LABELS[metric]
+    chart = svg.lines(
+        [svg.Line(x, y, TREND_COLOURS[0], "each run"),
+         svg.Line(x, means, TREND_COLOURS[1], "segment mean", dashed=True, step=True)],
+        f"{title}: {label}", "run (1 = oldest)", label,
+        marks=tuple(i + 0.5 for i in starts), mark_label="change point",
+    )  # fmt: skip
+    said = "; ".join(
+        f"at run {where[(p['started_at'], p['run_id'])] + 1} ({escape(p['run_id'])}, "
+        f"{escape((p['commit'] or '-')[:10])}): {p['before']:.4g} -> {p['after']:.4g} "
+        f"({p['change_pct']:+.1f} %)"
+        for p in sorted(points, key=lambda p: p["started_at"])
+    )
+    return f"<figure>{chart}<figcaption>{said or 'no change point'}</figcaption></figure>"
 
 
 def _change_table(points: list[dict], where: dict[tuple[str, str], int]) -> str:
