@@ -112,7 +112,8 @@ def header(outcome: Outcome) -> list[str]:
         f"run-to-run noise ({outcome.noise_source}): "
         + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items()),
     ]
-    if min(len(outcome.baseline), len(outcome.candidate)) == 1:
+    if min(len(outcome.baseline), len(outcome.candidate)) == 1 and outcome.method == METHOD:
+        # (the gate against history learns the run-to-run variance from the past runs)
         out.append(
             "note: one run on a side cannot show run-to-run variance; the noise above is folded into the CI"
         )

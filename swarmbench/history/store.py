@@ -369,9 +369,20 @@ def open_store(spec: str | Path = DEFAULT_PATH) -> Store:
     """The store at SPEC: a file path (SQLite; created with its folder when missing) or a
     postgresql:// URL (psycopg 3 needed; the tables are created on first use)."""
     text = str(spec)
-    if re.match(r"^postgres(ql)?://", text):
+    if is_url(text):
+        if not re.match(r"^postgres(ql)?://", text):
+            scheme = text.split(":", 1)[0]
+            raise HistoryError(
+                f"{scheme}://...: not a history store (a SQLite file path or a postgresql:// URL)"
+            )
         return Store(Postgres(text))
     return Store(Sqlite(Path(text)))
+
+
+def is_url(spec: str) -> bool:
+    """Is SPEC a URL (`scheme://...`) rather than a file path? Only postgresql:// opens; any other
+    scheme is refused, never taken for a relative path (mysql://h/db would create ./mysql:/h/db)."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", spec) is not None
 
 
 class Store:
@@ -394,7 +405,7 @@ class Store:
     # --- adding ---
 
     def add(self, folder: Path, *, branch: str | None = None, testbed: str | None = None) -> bool:
-        """Add the run in FOLDER; False when the store already holds it (runfolder.read_run says
+        """Add the run in FOLDER; False when the store already holds it (record.read_run says
         what BRANCH and TESTBED default to)."""
         return self.add_runs([_read(folder, branch, testbed)])[0]
 
