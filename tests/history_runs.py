@@ -26,6 +26,32 @@ REPEAT_1 = FIXTURES / "exact" / "repeat-1"
 """A real run folder with the plugin's HDR files: exact figures, one histogram per name."""
 
 EXAMPLES = ROOT / "results" / "examples"
+"""The committed example sweep: recorded with today's harness (exact: HDR files)."""
+
+OLD_RUNS = (FIXTURES / "examples-2026-11-21", FIXTURES / "analysis" / "sweep")
+"""Real folders of an older harness, without HDR files: the history keeps them `rounded`."""
+
+
+def folders_under(*roots: Path) -> list[Path]:
+    """Every run folder (a locust_stats.csv) under ROOTS, hidden folders skipped: counted here
+    without the store's own discovery, so a test can hold that discovery to it."""
+    found = []
+    for root in roots:
+        for stats in root.rglob("locust_stats.csv"):
+            if not any(part.startswith(".") for part in stats.parent.relative_to(root).parts):
+                found.append(stats.parent)
+    return sorted(found)
+
+
+def loads_of(folders: list[Path]) -> set[tuple[str, object]]:
+    """The distinct (user classes, workers) of FOLDERS' run.json: the example sweep's points."""
+    out = set()
+    for f in folders:
+        m = json.loads((f / "run.json").read_text())
+        out.add((" ".join(sorted(m.get("user_classes") or [])), m.get("workers_expected")))
+    return out
+
+
 """The example sweep: 12 run folders from before the HDR files (stored `rounded`)."""
 
 SCALED = ("rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")

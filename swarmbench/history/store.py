@@ -54,6 +54,7 @@ import math
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -143,6 +144,9 @@ def statements(engine: str) -> list[str]:
 BUSY_TIMEOUT_S = 60.0
 """How long an SQLite writer waits for another to commit (an add takes milliseconds; a long import
 commits in chunks), before its add fails with "database is locked"."""
+
+WAL_RETRY_S = 0.01
+"""How soon an open retries switching a new store to WAL while another process holds it (_wal)."""
 
 LOCK_ID = 0x5357_4842_4849_5354 % (2**63)
 """PostgreSQL advisory lock taken while creating the tables, so two first users cannot both try."""
@@ -238,9 +242,23 @@ class Sqlite(Db):
         with self._errors():
             # WAL: readers never wait for a writer, writers queue on the lock (busy timeout);
             # NORMAL: a power cut may lose the last commit, never corrupt the file.
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            self._wal()
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def _wal(self) -> None:
+        """Switch the file to WAL once (the mode is kept in the file). The switch needs the file to
+        itself, and SQLite answers "database is locked" at once, without its busy timeout, while
+        another process reads it: several processes opening a new store at the same moment retry
+        until the first one's switch is done."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(WAL_RETRY_S)
 
     def _tables(self) -> list[str]:
         return [r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
