@@ -2,7 +2,7 @@
 Locust masters and workers (subprocesses) against the real Go target.
 
   - the UI's Exact latency tab (/stats/requests' extended_stats) and /swarmbench/latency.json show
-    the exact p50 of a 105 ms target while Locust's own table says 110, and they move as it runs
+    the exact p50 of a 1,060 ms target while Locust's own table says 1,100, and they move as it runs
   - a reset starts the windows afresh on every generator: the new folder's windows count from the
     reset, what was in flight lands in window 0, nothing lost or doubled
   - --no-exact-latency / LOCUST_EXACT_LATENCY=false: no histogram files, thresholds say "rounded"
@@ -25,9 +25,12 @@ from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.windows import WINDOW_COLUMNS
 
-pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: run alone (make test-py)
+# Exact p50 within 40 ms of the target's delay (a loaded CI machine added 4 ms to a 105 ms one, too
+# much for the 3 ms a 110 ms rounding left): still timing, so run alone (make test-py).
+pytestmark = pytest.mark.quiet
 
-DELAY_MS = 105
+DELAY_MS = 1060
+LOCUST_FILES_AS = 1100  # Locust keeps 2 significant digits: every 1,050-1,149 ms sample is 1,100
 
 
 def aggregated(rows: list[dict]) -> dict:
@@ -62,18 +65,18 @@ def test_the_ui_shows_exact_percentiles_while_the_run_goes(slow_target, tmp_path
     assert (first["enabled"], first["source"], first["window_s"]) == (True, "exact", 1)
     now, before = aggregated(second["rows"]), aggregated(first["rows"])
     assert now["count"] > before["count"] > 0, "the numbers do not move while the run goes"
-    assert DELAY_MS <= now["p50"] < 108 and now["p50"] <= now["p95"] <= now["p99"] <= now["max"]
+    assert DELAY_MS <= now["p50"] < LOCUST_FILES_AS and now["p50"] <= now["p95"] <= now["p99"] <= now["max"]
     locust_total = locust["stats"][-1]
-    # Locust files every sample under 110 ms as 110, then clips its median to the exact max when
+    # Locust files every sample under 1,150 ms as 1,100, then clips its median to the exact max when
     # every sample so far is below that; the row shows the max itself rounded to whole ms.
     median, shown_max = locust_total["median_response_time"], locust_total["max_response_time"]
     assert locust_total["name"] == AGGREGATED
-    clipped = now["p50"] < median < 110 and int(median + 0.5) == shown_max  # proper_round, as Locust
-    assert median == 110 or clipped, (median, shown_max)
+    clipped = now["p50"] < median < LOCUST_FILES_AS and int(median + 0.5) == shown_max  # proper_round, as Locust
+    assert median == LOCUST_FILES_AS or clipped, (median, shown_max)
     [tab] = locust["extended_stats"]
     assert tab["key"] == "swarmbench-latency"
     tab_total = aggregated(tab["data"])
-    assert tab_total["count"] >= now["count"] and DELAY_MS <= tab_total["p50"] < 108
+    assert tab_total["count"] >= now["count"] and DELAY_MS <= tab_total["p50"] < LOCUST_FILES_AS
     assert {r["name"] for r in tab["data"]} == {s["name"] for s in locust["stats"]}
     assert '<meta http-equiv="refresh"' in html and f"<td>{AGGREGATED}</td>" in html
 

@@ -99,18 +99,21 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
         "summary.csv": summary.to_csv(index=False).encode("utf-8"),
         "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
     }
-    if one_configuration(runs):
+    from swarmbench.analysis.locust_csv import warn
+    from swarmbench.core.sweepstate import find_sweeps
+
+    sweeps = find_sweeps(args.paths, warn)
+    # A sweep with points missing gets the sweep's report even when one configuration ran: the
+    # missing points are the news. Otherwise one configuration gets its run pages.
+    if one_configuration(runs) and not any(sw.missing for sw in sweeps):
         files = {**data, **one_configuration_report(runs, out, seen, args)}
         return _write_report(out, files, runs, 0, sum(name.endswith(".png") for name in files))
     groups, notes = analyze_scaling(runs, include_partial=args.include_partial)
     # matplotlib only now: a bad input fails fast, before the slowest import.
     from swarmbench.analysis.comparisons import comparisons_json, sweep_comparisons
-    from swarmbench.analysis.locust_csv import warn
     from swarmbench.analysis.report import build_report, render_charts, summary_html
-    from swarmbench.core.sweepstate import find_sweeps
 
     charts = render_charts(runs, summary, groups, knee_p99_ms=args.knee_p99_ms)
-    sweeps = find_sweeps(args.paths, warn)
     found = sweep_comparisons(groups)
     page = build_report(
         runs,
