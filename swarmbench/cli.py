@@ -158,6 +158,13 @@ def _headless(sub) -> None:
         "(`history`); exit 3 on a regression (BASELINE; docs/compare.md, docs/history.md)",
     )
     add_record(p)
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="print the containers' logs as well as the progress line (SWARMBENCH_VERBOSE=1); they are "
+        "kept in the run folder's swarmbench.log either way",
+    )
 
 
 def _sweep(sub) -> None:
@@ -513,31 +520,44 @@ def _run_up(args: argparse.Namespace) -> int:
 def recording(args: argparse.Namespace) -> str | None:
     """The history store a run command records into (--record or SWARMBENCH_RECORD=1), opened now
     so a store that cannot be written fails before the runs; None when not recording."""
-    from swarmbench.history.commands import RECORD_ENV, check_store, store_spec
+    from swarmbench.history.commands import RECORD_ENV
 
     on = args.record if args.record is not None else os.environ.get(RECORD_ENV, "").strip()
     if on in (None, False, "", "0", "false", "no"):
         return None
     if on not in (True, "1", "true", "yes"):
         raise UsageError(f"{RECORD_ENV}={on!r}: expected 1 or 0")
-    spec = store_spec(None)
+    return runner_store()
+
+
+def runner_store() -> str:
+    """The history store of the run commands (--record, BASELINE=history), opened now and closed,
+    so that one that cannot be written fails before the runs: SWARMBENCH_HISTORY, else
+    history.sqlite beside the run folders (SWARMBENCH_RESULTS, else the checkout's results/)."""
+    from swarmbench.history.commands import RESULTS_ENV, check_store, store_spec
+    from swarmbench.runner.settings import results_dir
+
+    spec = store_spec(None, {**os.environ, RESULTS_ENV: str(results_dir(os.environ))})
     check_store(spec)
     return spec
 
 
 def _run_headless(args: argparse.Namespace) -> int:
-    from swarmbench.runner import ab, compose, settings, swarm
+    from functools import partial
+
+    from swarmbench.runner import ab, compose, settings, swarm, terminal
 
     chosen = settings.headless_from_env(os.environ, staging=args.staging)
     base = ab.baseline_path(args.baseline, os.environ)
     if base is not None:
         require("compare", "--baseline/BASELINE")
-        if base == ab.HISTORY:
-            from swarmbench.history.commands import check_store, store_spec
-
-            check_store(store_spec(None))
+    store = runner_store() if base == ab.HISTORY else None
     record = recording(args)
-    return ab.run_with_baseline(swarm.run_swarm if args.swarm else compose.run_headless, chosen, base, record)
+    run = partial(
+        swarm.run_swarm if args.swarm else compose.run_headless,
+        verbose=terminal.verbose(args.verbose, os.environ),
+    )
+    return ab.run_with_baseline(run, chosen, base, record, store)
 
 
 def _run_sweep(args: argparse.Namespace) -> int:

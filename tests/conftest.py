@@ -15,11 +15,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from harness import IN_CI, ROOT, CliResult, DockerShim, Target, analysis_in_process, missing
 from hypothesis import settings
+from pgserver import PgServer, PostgresMissing, pg_server
 
 # The property tests (@given) draw their inputs. In CI the draws are derandomized, so a run is
 # reproducible from the commit alone (a failure there fails the same way on a developer's machine),
@@ -75,6 +77,28 @@ def docker_shim(tmp_path: Path) -> DockerShim:
     assert probe.returncode == 1 and shim.calls() == ["version"], "the shim is not the docker on PATH"
     shim.log.unlink()
     return shim
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PgServer]:
+    """A real PostgreSQL server for the session (tests/pgserver.py), stopped at its end; no server
+    binaries: skipped here, a failure in CI (.ci/run installs Debian's postgresql)."""
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(pg_server())
+        except PostgresMissing as e:
+            missing(f"the PostgreSQL history store cannot be tested: {e}")
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty history store of each engine: a SQLite path (not yet created) or the URL of a
+    new database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results" / "history.sqlite")
+    server: PgServer = request.getfixturevalue("postgres")
+    return server.new_database()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ BEGIN = (
 )
 END = "<!-- end of the module map -->"
 
-LAYERS = ("core", "latency", "plugin", "compare", "runner", "analysis")
+LAYERS = ("core", "latency", "page", "plugin", "compare", "runner", "analysis")
 """The packages, bottom layer first (pyproject.toml [tool.importlinter]); the top-level modules last."""
 
 

@@ -1,7 +1,8 @@
 """Stop drills: end a real compose stack mid-run, each way a user can, and check what was saved.
 
 A run ended early must still leave a complete record: run.json (status `interrupted`, or `complete`
-when it had already ended; `started_from`), report.html and the CSVs, with the CSV total == run.json's
+when it had already ended; `started_from`), the run page report.html, Locust's locust_report.html
+(core's RUN_FILES) and the CSVs, with the CSV total == run.json's
 totals == what the target served. Losing it was a race (workers and master stopping in some order),
 so one pass proves nothing: `tests/stop_paths.py` runs each path many times, the tests a few.
 

@@ -44,6 +44,7 @@ __all__ = [
     "missing",
     "one_error_line",
     "run_locust",
+    "run_against",
     "run_module",
     "swarmbench",
     "wait_http",
@@ -68,11 +69,12 @@ def missing(reason: str) -> NoReturn:
 
 
 class Target:
-    """The albums service (BINARY, built by conftest's albums_binary) on a free loopback port, with ENV
-    over this process's environment (ALBUMS_DELAY=..., ALBUMS_STORE=...); up when constructed."""
+    """The albums service (BINARY, built by conftest's albums_binary) on a free loopback port (or
+    PORT: runs of one host, as the history compares them), with ENV over this process's environment
+    (ALBUMS_DELAY=..., ALBUMS_STORE=...); up when constructed."""
 
-    def __init__(self, binary: Path, **env: str) -> None:
-        self.port = free_port()
+    def __init__(self, binary: Path, port: int | None = None, **env: str) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [str(binary)],
@@ -134,6 +136,22 @@ def run_locust(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def run_against(
+    binary: Path, folder: Path, run_id: str, load: list[str], port: int | None = None, **target_env: str
+) -> Path:
+    """One headless Locust run with LOAD (its options and user class) against a fresh target (a
+    Target of BINARY on PORT with TARGET_ENV, stopped after), saved as FOLDER/RUN_ID: returned."""
+    target = Target(binary, port=port, **target_env)
+    try:
+        res = run_locust(
+            "--headless", "-H", target.url, *load, "--results-dir", str(folder), "--run-id", run_id
+        )
+    finally:
+        target.stop()
+    assert res.returncode == 0, res.stderr[-2000:]
+    return folder / run_id
 
 
 def interruptible(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness import ROOT
 
 from swarmbench.analysis import columns as C
-from swarmbench.core.folder import RUN_FILES
+from swarmbench.core.folder import LATENCY_HDR_CSV, RUN_FILES
 
 EXAMPLES = ROOT / "results" / "examples"
 
@@ -114,3 +114,34 @@ def reap(procs: Iterable[subprocess.Popen], signum: int | None = None, timeout: 
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+# --- the terminal's summary (core/answer.py summary_text) ---------------------------------------------
+
+_GAP = re.compile(r"\s{2,}")
+
+
+def assert_summary_last(stdout: str, run_dir: Path, code: int = 0, status: str = "complete") -> list[str]:
+    """STDOUT ends with RUN_DIR's summary, and its numbers are the folder's files exactly: requests and
+    failures locust_stats.csv's, p50/p95/p99/max locust_latency_hdr.csv's (service time). Returns the
+    summary's lines."""
+    block = stdout.rstrip("\n").split("\n\n")[-1].splitlines()
+    assert block[0] == f"Run {run_dir.name}: {status} (exit code {code})", block
+    shown = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir  # as the runner says it
+    assert block[-1] == f"Run page: {shown / C.REPORT_HTML}", block
+    head = next(i for i, line in enumerate(block) if line.startswith("name "))
+    assert _GAP.split(block[head]) == ["name", "requests", "failures", "req/s", "p50 ms", "p95 ms", "p99 ms",
+                                       "max ms"]  # fmt: skip
+    rows = stats(run_dir)
+    with open(run_dir / LATENCY_HDR_CSV, newline="") as f:
+        exact = {r["name"]: r for r in csv.DictReader(f) if r["kind"] == "service"}
+    shown = [_GAP.split(line.strip()) for line in block[head + 1 : head + 1 + len(rows)]]
+    assert [s[0] for s in shown] == sorted(r[C.NAME] for r in rows.values() if r[C.NAME] != C.AGGREGATED) + [
+        C.AGGREGATED
+    ], shown
+    for name, requests, failures, _rps, *latencies in shown:
+        [row] = [r for r in rows.values() if r[C.NAME] == name]
+        assert (int(requests), int(failures)) == (int(row[C.REQUEST_COUNT]), int(row[C.FAILURE_COUNT]))
+        file = [float(exact[name][c]) for c in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
+        assert [float(v) for v in latencies] == file, (name, latencies, file)
+    return block

@@ -16,7 +16,8 @@ from swarmbench.core import bottleneck
 from swarmbench.core.manifest import WorkerLag
 
 SWEEP = ROOT / "tests" / "fixtures" / "analysis" / "sweep"
-SLOW, CALM = "20261121T194539Z_AlbumsHttpUser_w2", "20261121T194612Z_AlbumsHttpUser_w2"
+# Two worker counts of one configuration: a sweep report (repeats of one alone get run pages).
+SLOW, CALM = "20261121T194539Z_AlbumsHttpUser_w2", "20261121T194551Z_AlbumsHttpUser_w3"
 
 
 def _lag_section(p99s: list[float], median_ms: float) -> dict:

@@ -12,7 +12,7 @@ import json
 import os
 
 import pytest
-from harness import Target, run_locust, run_module
+from harness import run_against, run_module
 
 from swarmbench.core import exits
 from swarmbench.runner.ab import SUFFIX, compare_with_baseline
@@ -22,25 +22,13 @@ pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (mak
 LOAD = ["-t", "6s", "-u", "4", "-r", "4", "--wait-time", "constant 0.05", "AlbumsHttpUser"]
 
 
-def record(binary, folder, run_id: str, delay: str):
-    target = Target(binary, ALBUMS_DELAY=delay)
-    try:
-        res = run_locust(
-            "--headless", "-H", target.url, *LOAD, "--results-dir", str(folder), "--run-id", run_id
-        )
-    finally:
-        target.stop()
-    assert res.returncode == 0, res.stderr[-2000:]
-    return folder / run_id
-
-
 @pytest.fixture(scope="module")
 def runs(albums_binary, tmp_path_factory):
     root = tmp_path_factory.mktemp("baseline")
     return {
-        "main": record(albums_binary, root / "main", "main-1", "2ms"),
-        "same": record(albums_binary, root / "pr", "pr-same", "2ms"),
-        "slow": record(albums_binary, root / "pr", "pr-slow", "12ms"),
+        "main": run_against(albums_binary, root / "main", "main-1", LOAD, ALBUMS_DELAY="2ms"),
+        "same": run_against(albums_binary, root / "pr", "pr-same", LOAD, ALBUMS_DELAY="2ms"),
+        "slow": run_against(albums_binary, root / "pr", "pr-slow", LOAD, ALBUMS_DELAY="12ms"),
     }
 
 

@@ -1,18 +1,21 @@
 """The CI recipes end to end (marked `docker`): `make staging` with BASELINE against a slower deploy,
-and the GitHub workflow's own steps for a push to main and then a pull request.
+and the GitHub workflow's own steps for pushes to main and then a pull request.
 
 GitHub Actions cannot run on this machine, so the workflow test plays GitHub's part and nothing else:
 - every `run:` script of .github/workflows/loadtest.yml runs as GitHub runs it (`bash --noprofile
-  --norc -eo pipefail`), in a copy of this tree (the checkout), with the files a runner gives a step
-  (GITHUB_ENV, GITHUB_STEP_SUMMARY, RUNNER_TEMP) and the step's `env:`;
+  --norc -eo pipefail`), in a copy of this tree (the checkout), with the files and variables a
+  runner gives a step (GITHUB_ENV, GITHUB_STEP_SUMMARY, RUNNER_TEMP, GITHUB_REF, GITHUB_REF_NAME,
+  GITHUB_HEAD_REF) and the step's `env:`;
 - a step runs when its `if:` holds; the conditions are a table below, and a condition not in it
   fails the test (teach it the new one rather than skip a step);
 - `uses:` steps: the checkout is the copy, setup-python is this venv first on PATH, an upload copies
-  its `path` to an artifact folder;
-- `gh` is a script on PATH: `gh run list` names main's run when its artifact exists, `gh run
-  download` copies that artifact.
-The load runs, the comparison and every path between the steps are real: `make headless` through
-Docker compose against the bundled target (ALBUMS_DELAY stands for the pull request's slower code).
+  its `path` to an artifact folder, the cache's save copies its `path` to an entry named by its key
+  and its restore copies back the entry of its key, else the newest whose key starts with a
+  restore-key (GitHub's rule, within the repository's caches).
+The load runs, the run history, the gate, the trend and every path between the steps are real:
+`python -m swarmbench headless` through Docker compose against the bundled target (ALBUMS_DELAY
+stands for the pull request's slower code); the history in the cache's SQLite file, or in a real
+PostgreSQL database named by the LOADTEST_HISTORY secret.
 """
 
 from __future__ import annotations
@@ -23,13 +26,18 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from harness import ROOT
+from history_runs import noisy, scaled
 from make_runs import compose_env, run_on_stack
 from staging_hosts import image, make_staging
+
+from swarmbench.history import open_store, read_run
 
 WORKFLOW = ROOT / ".github" / "workflows" / "loadtest.yml"
 MAIN_RUN_ID = "7001"
@@ -44,22 +52,6 @@ JOB_ENV = {
     "LOCUST_CHECKS": "p95<500;fail_ratio<0.01",
 }
 
-GH = """#!/bin/sh
-# gh, as the workflow calls it: `run list ... --jq ...` and `run download RUN --name N --dir D`.
-artifacts="$FAKE_GH_ARTIFACTS"
-case "$1 $2" in
-  "run list") [ -d "$artifacts/loadtest-baseline-main" ] && echo "$FAKE_GH_MAIN_RUN"; exit 0 ;;
-  "run download")
-    shift 2; run="$1"; shift
-    while [ $# -gt 0 ]; do
-      case "$1" in --name) name="$2"; shift 2 ;; --dir) dir="$2"; shift 2 ;; *) shift ;; esac
-    done
-    [ "$run" = "$FAKE_GH_MAIN_RUN" ] && [ -d "$artifacts/$name" ] || { echo "no artifact $name" >&2; exit 1; }
-    mkdir -p "$dir" && cp -r "$artifacts/$name/." "$dir/" ;;
-  *) echo "gh stand-in: unexpected $*" >&2; exit 2 ;;
-esac
-"""
-
 
 @dataclass
 class Job:
@@ -70,7 +62,9 @@ class Job:
     env: dict[str, str]
     work: Path
     artifacts: Path
+    history_secret: str = ""
     ok: bool = True
+    ran: list[str] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)
 
@@ -82,7 +76,7 @@ class Job:
         """A `${{ ... }}` expression of a step's env, name or path (the ones the steps use)."""
         values = {
             "secrets.LOADTEST_HEADERS": "",
-            "github.token": "gh-token",
+            "secrets.LOADTEST_HISTORY": self.history_secret,
             "github.run_id": self.run_id,
             "github.run_attempt": "1",
             "env.LOCUST_RUN_ID": self.env["LOCUST_RUN_ID"],
@@ -98,12 +92,20 @@ class Job:
 
 CONDITIONS = {
     None: lambda j: j.ok,
-    "github.event_name == 'pull_request'": lambda j: j.ok and j.event == "pull_request",
-    "always()": lambda j: True,
-    "always() && env.BASELINE != ''": lambda j: bool(j.env.get("BASELINE")),
-    "success() && github.event_name == 'push' && github.ref == 'refs/heads/main'": lambda j: (
-        j.ok and j.event == "push" and j.ref == "refs/heads/main"
+    "github.event_name == 'push' || github.event_name == 'pull_request'": lambda j: (
+        j.ok and j.event in ("push", "pull_request")
     ),
+    "env.HISTORY_STORE == 'cache'": lambda j: j.ok and j.env.get("HISTORY_STORE") == "cache",
+    "always()": lambda j: True,
+    "always() && env.BASELINE == 'history'": lambda j: j.env.get("BASELINE") == "history",
+    "always() && env.HISTORY_STORE == 'cache' && github.event_name == 'push' "
+    "&& github.ref == 'refs/heads/main' && hashFiles('results/history.sqlite') != ''": lambda j: (
+        j.env.get("HISTORY_STORE") == "cache"
+        and (j.event, j.ref) == ("push", "refs/heads/main")
+        and (j.work / "results" / "history.sqlite").is_file()
+    ),
+    "always() && env.HISTORY_STORE != ''": lambda j: bool(j.env.get("HISTORY_STORE")),
+    "always() && steps.trend.outcome == 'success'": lambda j: j.outcomes.get("trend") == "success",
     "always() && hashFiles(format('results/{0}/run.json', env.LOCUST_RUN_ID)) != ''": lambda j: (
         j.work / "results" / j.env["LOCUST_RUN_ID"] / "run.json"
     ).is_file(),
@@ -124,6 +126,7 @@ def run_step(job: Job, step: dict, timeout: float = 600) -> None:
     assert condition in CONDITIONS, f"step {step.get('name')!r}: teach this test the condition {condition!r}"
     if not CONDITIONS[condition](job):
         return
+    job.ran.append(step.get("name") or step["uses"])
     outcome = "success"
     if "run" in step:
         script = job.work.parent / "step.sh"
@@ -156,11 +159,41 @@ def run_step(job: Job, step: dict, timeout: float = 600) -> None:
             shutil.copytree(src, job.artifacts / job.expr(step["with"]["name"]))
         elif step["with"].get("if-no-files-found") == "error":
             outcome = "failure"
+    elif step["uses"].startswith(("actions/cache/restore@", "actions/cache/save@")):
+        cache(job, step)
     else:
         assert step["uses"].startswith(("actions/checkout@", "actions/setup-python@")), step["uses"]
     if "id" in step:
         job.outcomes[step["id"]] = outcome
     job.ok = job.ok and outcome == "success"
+
+
+def caches(job: Job) -> Path:
+    """The repository's Actions caches: one folder per entry, named by its key."""
+    entries = job.artifacts.parent / "caches"
+    entries.mkdir(exist_ok=True)
+    return entries
+
+
+def cache(job: Job, step: dict) -> None:
+    """actions/cache/save: PATH into a new entry KEY (an existing key is left as it is, as GitHub
+    refuses to overwrite one). actions/cache/restore: the entry KEY, else the newest entry whose key
+    starts with a restore-key; nothing restored is no failure."""
+    path, key = step["with"]["path"], job.expr(step["with"]["key"])
+    entries = caches(job)
+    if step["uses"].startswith("actions/cache/save@"):
+        if not (entries / key).exists():
+            (entries / key / path).parent.mkdir(parents=True)
+            shutil.copy2(job.work / path, entries / key / path)
+        return
+    prefixes = [p for p in step["with"].get("restore-keys", "").splitlines() if p]
+    found = [e for e in entries.iterdir() if e.name == key] or sorted(
+        (e for e in entries.iterdir() if any(e.name.startswith(p) for p in prefixes)),
+        key=lambda e: e.stat().st_mtime_ns,
+    )[-1:]
+    if found:
+        (job.work / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(found[0] / path, job.work / path)
 
 
 def new_job(tmp_path: Path, event: str, run_id: str, artifacts: Path, **extra: str) -> Job:
@@ -174,22 +207,20 @@ def new_job(tmp_path: Path, event: str, run_id: str, artifacts: Path, **extra: s
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, work / name)
     (root / "temp").mkdir()
-    bin_dir = root / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(GH)
-    (bin_dir / "gh").chmod(0o755)
     env = compose_env(tmp_path)  # a project name of its own, nothing of the caller's settings
     for name in ("SWARMBENCH_RESULTS", "LOCUST_SPAWN_RATE", "LOCUST_WAIT_TIME"):
         env.pop(name)  # results/... in the checkout, as the workflow's paths say; its default load
     env.update(JOB_ENV, LOCUST_RUN_ID=f"gha-{run_id}-1", **extra)
+    push = event == "push"
     env.update(
-        PATH=f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}",
+        PATH=f"{Path(sys.executable).parent}:{env['PATH']}",
         GITHUB_EVENT_NAME=event,
+        GITHUB_REF="refs/heads/main" if push else "refs/pull/1/merge",
+        GITHUB_REF_NAME="main" if push else "1/merge",
+        GITHUB_HEAD_REF="" if push else "feature-1",  # the branch a run records (core/manifest.py)
         GITHUB_REPOSITORY="swarmbench/swarmbench",
         GITHUB_STEP_SUMMARY=str(root / "summary.md"),
         RUNNER_TEMP=str(root / "temp"),
-        FAKE_GH_ARTIFACTS=str(artifacts),
-        FAKE_GH_MAIN_RUN=MAIN_RUN_ID,
     )
     return Job(event, run_id, env, work, artifacts)
 
@@ -199,47 +230,91 @@ def log(job: Job) -> str:
     return path.read_text()[-4000:] if path.exists() else ""
 
 
+def history_of(job: Job) -> str:
+    """Where JOB's steps keep the run history: the secret's database, else the newest cache entry."""
+    if job.history_secret:
+        return job.history_secret
+    newest = max(caches(job).iterdir(), key=lambda e: e.stat().st_mtime_ns)
+    return str(newest / "results" / "history.sqlite")
+
+
+def seed(store: str, run: Path, copies: int) -> None:
+    """COPIES of RUN's record, each figure with 3 % noise, in the minutes before it: main's earlier
+    pushes (each a real run costs ~20 s; the gate needs 5 comparable runs)."""
+    base = read_run(run)
+    rng, start = np.random.default_rng(0), datetime.fromisoformat(base.started_at.replace("Z", "+00:00"))
+    with open_store(store) as opened:
+        opened.add_runs(
+            [scaled(base, -k, noisy(base, rng, 0.03), f"earlier-{k}", start) for k in range(1, copies + 1)]
+        )
+
+
 @pytest.mark.docker
-def test_a_pull_request_is_compared_with_mains_run_and_fails_on_a_regression(docker_compose, tmp_path):
+@pytest.mark.parametrize("where", ["cache", "postgresql"])
+def test_main_is_recorded_and_a_slower_pull_request_fails_against_its_history(
+    docker_compose, tmp_path, request, where
+):
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
+    secret = request.getfixturevalue("postgres").new_database() if where == "postgresql" else ""
 
     main = new_job(tmp_path, "push", MAIN_RUN_ID, artifacts, ALBUMS_DELAY="2ms")
+    main.history_secret = secret
     for step in steps():
         run_step(main, step)
     assert main.ok and main.codes["Load test"] == 0, log(main)
-    assert not any(n.startswith("Baseline from main") for n in main.codes)  # pushes compare with nothing
-    kept = artifacts / "loadtest-baseline-main"
-    assert (kept / "run.json").is_file() and (kept / "junit.xml").is_file(), log(main)
-    assert "p95<500" in Path(main.env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert main.env["HISTORY_STORE"] == where and "BASELINE" not in main.env, log(main)
+    store = history_of(main)
+    with open_store(store) as opened:
+        (recorded,) = opened.runs()
+    assert (recorded.run_id, recorded.branch) == (f"gha-{MAIN_RUN_ID}-1", "main")
+    summary = Path(main.env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert "p95<500" in summary and "### Trend of main's last 30 runs" in summary, summary
+    assert (artifacts / f"loadtest-trend-{MAIN_RUN_ID}-1" / "trend.html").is_file()
+    assert [e.name for e in caches(main).iterdir()] == (
+        [] if secret else [f"loadtest-history-{MAIN_RUN_ID}-1"]
+    )
+    seed(store, main.work / "results" / recorded.run_id, 5)
 
     pr = new_job(tmp_path, "pull_request", PR_RUN_ID, artifacts, ALBUMS_DELAY="12ms")
+    pr.history_secret = secret
     for step in steps():
         run_step(pr, step)
-    assert pr.env.get("BASELINE") == str(Path(pr.env["RUNNER_TEMP"]) / "baseline"), log(pr)
+    assert pr.env.get("BASELINE") == "history" and "SWARMBENCH_RECORD" not in pr.env, log(pr)
     assert pr.codes["Load test"] == 3 and not pr.ok, log(pr)  # a regression fails the job
     summary = Path(pr.env["GITHUB_STEP_SUMMARY"]).read_text()
-    assert f"Baseline: main's run {MAIN_RUN_ID}" in summary, summary
-    assert "### Compared with main's run" in summary and "regressed" in summary, summary
-    compared = artifacts / f"loadtest-compare-{PR_RUN_ID}-1"
-    assert (compared / "compare.json").is_file() and (compared / "junit.xml").is_file()
+    assert "### Gated against main's run history" in summary and "regressed" in summary, summary
+    assert "learned from the last 6 of 6 comparable runs of main" in summary, summary
+    assert "### Trend of main's last 30 runs" in summary, summary
+    gated = json.loads((artifacts / f"loadtest-gate-{PR_RUN_ID}-1" / "compare.json").read_text())
+    assert len(gated["baseline"]) == 6 and gated["candidate"] == [f"gha-{PR_RUN_ID}-1"]
     assert (artifacts / f"loadtest-results-{PR_RUN_ID}-1" / "run.json").is_file()
-    assert (
-        not (artifacts / f"loadtest-report-{PR_RUN_ID}-1").exists() or pr.outcomes.get("report") == "success"
-    )
-    assert len(list(artifacts.glob("loadtest-baseline-main*"))) == 1  # a pull request never replaces it
+    with open_store(store) as opened:
+        assert opened.count() == 6  # a pull request's run is never recorded
+    assert len(list(caches(pr).iterdir())) == (0 if secret else 1)  # nor saved
 
 
-def test_a_pull_request_without_a_baseline_says_so_and_is_not_compared(tmp_path):
-    """The step alone (no run needed): no successful push run of main yet."""
+@pytest.mark.parametrize(("event", "secret"), [("pull_request", ""), ("push", ""), ("pull_request", "x")])
+def test_the_history_step_chooses_the_store_and_the_gate(tmp_path, event, secret):
+    """The steps before the run alone: a pull request gates (BASELINE=history), a push to main
+    records (SWARMBENCH_RECORD=1); the cache is restored unless LOADTEST_HISTORY names a
+    PostgreSQL database (then no cache step runs). An empty cache restores nothing and fails
+    nothing: the gate then says how few runs it has (tests/test_history_cli.py)."""
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
-    pr = new_job(tmp_path, "pull_request", PR_RUN_ID, artifacts)
-    fetch = next(s for s in steps() if s.get("name", "").startswith("Baseline from main"))
-    run_step(pr, fetch)
-    assert pr.ok and pr.codes[fetch["name"]] == 0, log(pr)
-    assert "BASELINE" not in pr.env
-    assert "No baseline from main yet" in Path(pr.env["GITHUB_STEP_SUMMARY"]).read_text()
+    job = new_job(tmp_path, event, PR_RUN_ID, artifacts)
+    job.history_secret = "postgresql://loadtest@db.example/history" if secret else ""
+    first = [s for s in steps() if s.get("name", "").startswith(("Run history", "Restore the run history"))]
+    for step in first:
+        run_step(job, step)
+    assert job.ok and list(job.codes.values()) == [0], log(job)
+    assert job.env["HISTORY_STORE"] == ("postgresql" if secret else "cache")
+    assert ("BASELINE" in job.env, "SWARMBENCH_RECORD" in job.env) == (
+        event == "pull_request",
+        event == "push",
+    )
+    assert not (job.work / "results" / "history.sqlite").exists()
+    assert ("Restore the run history" in job.ran) == (not secret)  # and found no entry: no failure
 
 
 # --- staging with BASELINE: the plain-shell recipe -----------------------------------------------

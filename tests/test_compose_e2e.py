@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.parse
@@ -18,9 +19,11 @@ from pathlib import Path
 import pytest
 from harness import free_port, swarmbench, wait_http
 from make_runs import METRICS_SCRIPT, compose_down, make
-from runs import assert_complete_folder, assert_exact_journey, manifest, only_run
+from runs import assert_complete_folder, assert_exact_journey, assert_summary_last, manifest, only_run
 
+from swarmbench.core import folder
 from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd, prepare_results
+from swarmbench.runner.terminal import VERBOSE_ENV
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose")]
 
@@ -87,11 +90,20 @@ def test_headless_stack_two_workers_is_complete_and_exact(results, stack_name):
 
 
 def test_make_headless_runs_and_reports_its_folder(results, stack_name):
+    """The terminal of a headless run (not a terminal here: a CI log): plain progress lines from the
+    master's live status, the containers' logs in the run folder only, the summary last."""
     env = {**os.environ, "COMPOSE_PROJECT_NAME": stack_name, "SWARMBENCH_RESULTS": str(results)}
     res = make("headless", "WORKERS=1", "LOCUST_RUN_TIME=6s", "LOCUST_USERS=5", env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     run_dir = only_run(results)
     assert f"swarmbench: results in {run_dir}/" in res.stdout
+    progress = r"^swarmbench: (spawning |stopping )?\d+/6 s · \d+ users · [01]/1 workers · [\d.]+ req/s"
+    assert re.search(progress, res.stdout, re.M), res.stdout[-3000:]
+    assert_summary_last(res.stdout, run_dir)
+    log = (run_dir / folder.RUNNER_LOG).read_text()
+    assert "master-1  |" in log and "worker-1  |" in log and "Response time percentiles" in log, log[-2000:]
+    assert "master-1  |" not in res.stdout, "the containers' logs belong in the run folder's log"
+    assert not (results / folder.LOGS_DIR).exists() and not (run_dir / folder.LIVE_JSON).exists()
     m = manifest(run_dir)
     assert m["user_classes"] == ["AlbumsHttpUser"], "the headless default user class"
     assert (m["users"], m["run_time"], m["workers_connected"]) == (5, 6, 1)
@@ -127,7 +139,8 @@ def test_make_headless_rejects_bad_settings_before_starting(
 @pytest.mark.parametrize(
     ("settings", "message", "code"),
     [
-        ({"LOCUST_USER_CLASSES": "NoSuchUser"}, "Unknown User(s): NoSuchUser", 1),
+        # --verbose (SWARMBENCH_VERBOSE=1): the containers' lines as they come, then where the log is
+        ({"LOCUST_USER_CLASSES": "NoSuchUser", VERBOSE_ENV: "1"}, "Unknown User(s): NoSuchUser", 1),
         (
             # A closed port of the stack's own target (loopback names are refused before the stack).
             {"LOCUST_HOST": "http://target:9"},
@@ -137,6 +150,8 @@ def test_make_headless_rejects_bad_settings_before_starting(
     ],
 )
 def test_bad_configuration_inside_the_stack_stops_early(results, stack_name, settings, message, code):
+    """No run folder: the runner prints the log's last lines (or, verbose, every line as it came),
+    and keeps the log in results/.logs/."""
     env = {
         **os.environ,
         "COMPOSE_PROJECT_NAME": stack_name,
@@ -150,7 +165,17 @@ def test_bad_configuration_inside_the_stack_stops_early(results, stack_name, set
     assert res.returncode == code, res.stdout[-2000:]
     assert message in res.stdout + res.stderr
     assert time.monotonic() - started < 120
-    assert not list(results.iterdir()), "a run that never started left a folder"
+    assert [p.name for p in results.iterdir()] == [folder.LOGS_DIR], "a run that never started left a folder"
+    [log] = (results / folder.LOGS_DIR).iterdir()
+    assert message in log.read_text()
+    before_the_run = res.stdout.split("swarmbench: waiting for the master")[0]
+    if settings.get(VERBOSE_ENV):
+        assert "Started" in before_the_run, "verbose: compose's own lines as they came"
+        assert res.stdout.rstrip().endswith(f"no run folder written); its log: {log}"), res.stdout[-2000:]
+    else:
+        assert "Started" not in before_the_run, res.stdout[-3000:]
+        tail = res.stdout.split("; the last lines of its log:\n")[1]
+        assert message in tail and tail.rstrip().endswith(f"swarmbench: the whole log: {log}"), tail
 
 
 def _get_json(url: str) -> dict:

@@ -100,7 +100,7 @@ def test_two_sweeps_under_one_folder_are_told_apart_by_path(tmp_path):
 @pytest.mark.parametrize(
     ("make_out", "message"),
     [
-        (lambda tmp: shutil.copytree(RUN, tmp / "run"), "is a run folder; its report.html is Locust's own"),
+        (lambda tmp: shutil.copytree(RUN, tmp / "run"), "is a run folder; its report.html is its run page"),
         (lambda tmp: tmp, "is not empty and not a previous report (in)"),
         (lambda tmp: _with(tmp / "mine", "notes.txt"), "is not empty and not a previous report (notes.txt)"),
         (lambda tmp: _with(tmp, "file") / "file", "exists and is not a folder"),

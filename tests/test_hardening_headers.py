@@ -142,13 +142,14 @@ def test_secret_header_values_echoed_by_a_locustfile_are_redacted_everywhere(
             assert secret.encode() not in path.read_bytes(), f"{secret} in {path.name}"
     # Not vacuous: the echoes happened, and were replaced.
     assert REDACTED in (run_dir / "locust_failures.csv").read_text()
-    assert REDACTED in (run_dir / "report.html").read_text()
+    assert REDACTED in (run_dir / "report.html").read_text()  # the run page lists the failures
+    assert REDACTED in (run_dir / "locust_report.html").read_text()
     assert f"token in use: {REDACTED}" in log
     man = json.loads((run_dir / "run.json").read_text())
     assert man["request_headers"] == ["X-Api-Key", "X-Auth", "X-Env", "X-Stage"]
     # A value that is also a word of Locust's own report code is redacted from the data only:
     # the report's JavaScript (which says "production") is left intact.
-    page = (run_dir / "report.html").read_text()
+    page = (run_dir / "locust_report.html").read_text()
     (data,) = [line for line in page.splitlines() if line.strip().startswith("window.templateArgs =")]
     assert "production" in page and "production" not in data and REDACTED in data
     assert man["totals"]["failures"] > 0

@@ -1,6 +1,6 @@
 """Exact latency in real runs: Locust master + 2 worker processes against the real Go target with a
-fixed 105 ms delay. Locust files every ~106 ms response as 110 ms; the HDR histograms keep it,
-so `p50<108` passes on the exact number (and says so), and the per-window files add up to Locust's
+fixed 1,060 ms delay. Locust files every ~1,065 ms response as 1,100 ms (2 significant digits); the
+HDR histograms keep it, so `p50<1100` passes on the exact number (and says so), and the per-window files add up to Locust's
 own counts exactly. The pure parts: test_latency_units.py.
 """
 
@@ -19,26 +19,28 @@ from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.histogram import CSV_COLUMNS
 from swarmbench.latency.windows import WINDOW_COLUMNS, Windows
 
-pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: run alone (make test-py)
+# Exact p50 within 40 ms of the target's delay (a loaded CI machine added 4 ms to a 105 ms one, too
+# much for the 3 ms a 110 ms rounding left): still timing, so run alone (make test-py).
+pytestmark = pytest.mark.quiet
 
-DELAY_MS = 105
+DELAY_MS = 1060
 PASS_LINE = re.compile(
-    r"^swarmbench: check PASS p50<108 \(Aggregated\): measured ([\d.]+) ms \(exact\)$", re.M
+    r"^swarmbench: check PASS p50<1100 \(Aggregated\): measured ([\d.]+) ms \(exact\)$", re.M
 )
 
 
 @pytest.fixture(scope="module")
 def slow_run(albums_binary, tmp_path_factory):
     """A 6-second distributed run (--processes 2: a master and two forked workers), few users so
-    the generators add little to the target's 105 ms."""
+    the generators add little to the target's 1,060 ms."""
     results = tmp_path_factory.mktemp("latency")
     target = Target(albums_binary, ALBUMS_DELAY=f"{DELAY_MS}ms")
     port = str(free_port())
     try:
         res = run_locust(
             "--processes", "2", "--master-bind-port", port, "--master-port", port, "--headless",
-            "-H", target.url, "-u", "4", "-r", "4", "-t", "6s", "--wait-time", "constant 0.1",
-            "--results-dir", str(results), "--check", "p50<108", "AlbumsFastHttpUser",
+            "-H", target.url, "-u", "8", "-r", "8", "-t", "6s", "--wait-time", "constant 0.1",
+            "--results-dir", str(results), "--check", "p50<1100", "AlbumsFastHttpUser",
             timeout=120,
         )  # fmt: skip
     finally:
@@ -59,9 +61,9 @@ def test_exact_p50_passes_where_locusts_rounded_one_would_fail(slow_run):
     m = PASS_LINE.search(res.stdout)
     assert m, res.stdout[-2000:]
     exact_p50 = float(m[1])
-    assert DELAY_MS <= exact_p50 < 108
+    assert DELAY_MS <= exact_p50 < 1100
     locust = stats(run_dir)[("", AGGREGATED)]
-    assert float(locust["50%"]) == 110, "Locust's own CSV stays Locust's (2 significant digits)"
+    assert float(locust["50%"]) == 1100, "Locust's own CSV stays Locust's (2 significant digits)"
     hdr = {(r["name"], r["kind"]): r for r in rows_of(run_dir / folder.LATENCY_HDR_CSV, CSV_COLUMNS)}
     assert float(hdr[(AGGREGATED, "service")]["p50_ms"]) == exact_p50
     man = manifest(run_dir)

@@ -2,7 +2,7 @@
 Locust masters and workers (subprocesses) against the real Go target.
 
   - the UI's Exact latency tab (/stats/requests' extended_stats) and /swarmbench/latency.json show
-    the exact p50 of a 105 ms target while Locust's own table says 110, and they move as it runs
+    the exact p50 of a 1,060 ms target while Locust's own table says 1,100, and they move as it runs
   - a reset starts the windows afresh on every generator: the new folder's windows count from the
     reset, what was in flight lands in window 0, nothing lost or doubled
   - --no-exact-latency / LOCUST_EXACT_LATENCY=false: no histogram files, thresholds say "rounded"
@@ -11,68 +11,31 @@ Locust masters and workers (subprocesses) against the real Go target.
 from __future__ import annotations
 
 import csv
-import json
-import signal
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from harness import Target, free_port, run_locust, wait_http
-from integrity import post, spawn
+from harness import Target, run_locust
+from integrity import post
 from runs import assert_complete_folder, manifest, only_run, stats, total
+from webui import UiStack, get_json
 
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.windows import WINDOW_COLUMNS
 
-pytestmark = pytest.mark.quiet  # exact p50 within 3 ms of the target's delay: run alone (make test-py)
+# Exact p50 within 40 ms of the target's delay (a loaded CI machine added 4 ms to a 105 ms one, too
+# much for the 3 ms a 110 ms rounding left): still timing, so run alone (make test-py).
+pytestmark = pytest.mark.quiet
 
-DELAY_MS = 105
-
-
-def get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.loads(r.read())
+DELAY_MS = 1060
+LOCUST_FILES_AS = 1100  # Locust keeps 2 significant digits: every 1,050-1,149 ms sample is 1,100
 
 
 def aggregated(rows: list[dict]) -> dict:
     [row] = [r for r in rows if r["name"] == AGGREGATED]
     return row
-
-
-class UiStack:
-    """A web-UI master and one worker (real processes) on free loopback ports."""
-
-    def __init__(self, tmp_path: Path, host: str, *extra: str) -> None:
-        port, self.web = str(free_port()), free_port()
-        self.base = f"http://127.0.0.1:{self.web}"
-        self.results = tmp_path / "results"
-        self.master = spawn(
-            ["--master", "--master-bind-port", port, "--web-host", "127.0.0.1", "--web-port", str(self.web),
-             "--class-picker", "-H", host, "--wait-time", "constant 0.1", "--stop-timeout", "1",
-             "--results-dir", str(self.results), *extra], tmp_path / "master.log",
-        )  # fmt: skip
-        self.worker = spawn(["--worker", "--master-port", port, *extra], tmp_path / "worker.log")
-        wait_http(self.base + "/", timeout=60)
-        deadline = time.monotonic() + 60
-        while get_json(self.base + "/stats/requests").get("worker_count") != 1:
-            assert time.monotonic() < deadline, "the worker never connected"
-            time.sleep(0.3)
-
-    def start(self, users: int = 4) -> None:
-        form = {"user_count": users, "spawn_rate": users, "user_classes": "AlbumsFastHttpUser"}
-        assert post(self.base + "/swarm", form)["success"] is True
-
-    def close(self) -> None:
-        self.master.send_signal(signal.SIGTERM)
-        try:
-            self.master.wait(timeout=60)
-        finally:
-            for p in (self.master, self.worker):
-                if p.poll() is None:
-                    p.kill()
-                p.wait()
 
 
 @pytest.fixture
@@ -102,18 +65,18 @@ def test_the_ui_shows_exact_percentiles_while_the_run_goes(slow_target, tmp_path
     assert (first["enabled"], first["source"], first["window_s"]) == (True, "exact", 1)
     now, before = aggregated(second["rows"]), aggregated(first["rows"])
     assert now["count"] > before["count"] > 0, "the numbers do not move while the run goes"
-    assert DELAY_MS <= now["p50"] < 108 and now["p50"] <= now["p95"] <= now["p99"] <= now["max"]
+    assert DELAY_MS <= now["p50"] < LOCUST_FILES_AS and now["p50"] <= now["p95"] <= now["p99"] <= now["max"]
     locust_total = locust["stats"][-1]
-    # Locust files every sample under 110 ms as 110, then clips its median to the exact max when
+    # Locust files every sample under 1,150 ms as 1,100, then clips its median to the exact max when
     # every sample so far is below that; the row shows the max itself rounded to whole ms.
     median, shown_max = locust_total["median_response_time"], locust_total["max_response_time"]
     assert locust_total["name"] == AGGREGATED
-    clipped = now["p50"] < median < 110 and int(median + 0.5) == shown_max  # proper_round, as Locust
-    assert median == 110 or clipped, (median, shown_max)
+    clipped = now["p50"] < median < LOCUST_FILES_AS and int(median + 0.5) == shown_max  # proper_round, as Locust
+    assert median == LOCUST_FILES_AS or clipped, (median, shown_max)
     [tab] = locust["extended_stats"]
     assert tab["key"] == "swarmbench-latency"
     tab_total = aggregated(tab["data"])
-    assert tab_total["count"] >= now["count"] and DELAY_MS <= tab_total["p50"] < 108
+    assert tab_total["count"] >= now["count"] and DELAY_MS <= tab_total["p50"] < LOCUST_FILES_AS
     assert {r["name"] for r in tab["data"]} == {s["name"] for s in locust["stats"]}
     assert '<meta http-equiv="refresh"' in html and f"<td>{AGGREGATED}</td>" in html
 

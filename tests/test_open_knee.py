@@ -16,9 +16,11 @@ import pandas as pd
 import pytest
 from harness import assert_one_line_error, swarmbench
 from make_runs import compose_env, run_on_stack
+from runs import assert_summary_last
 
 from swarmbench import cli
 from swarmbench.analysis import openmodel
+from swarmbench.core import folder
 from swarmbench.core.bottleneck import KNEE_P99_MS, knee_p99_ms
 from swarmbench.core.exits import UsageError
 from swarmbench.core.loadspec import Hold, holds, parse_arrival_rate, parse_step_rates
@@ -245,6 +247,9 @@ def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
     assert k.steps["achieved_rate"].iloc[:2].tolist() == pytest.approx([40, 80], rel=0.01)
     report = (tmp_path / "k" / "analysis" / "report.html").read_text()
     assert "Knee: 80/s is the highest rate held" in report
+    # Shown as a headless run is (runner/terminal.py): the run's summary, then the report's line.
+    assert_summary_last(res.stdout[: res.stdout.rindex(f"{tmp_path / 'k' / 'analysis'}")], tmp_path / "k")
+    assert "Response time percentiles" in (tmp_path / "k" / folder.RUNNER_LOG).read_text()
 
 
 @pytest.mark.quiet

@@ -2,9 +2,9 @@
 with its CI (analysis/comparisons.py, swarmbench compare's statistics), the bottleneck, the runs
 left out; the details follow.
 
-Golden tests on the real fixture sweeps (tests/fixtures/analysis/sweep, results/examples). They are
-older folders without histogram files: the comparisons use Locust's per-second numbers and say
-"rounded". A line's numbers equal what `swarmbench compare` says of the same runs.
+Golden tests on the real sweeps (tests/fixtures/analysis/sweep: older folders without histogram
+files, whose comparisons use Locust's per-second numbers and say "rounded"; results/examples, with
+them: exact). A line's numbers equal what `swarmbench compare` says of the same runs.
 """
 
 from __future__ import annotations
@@ -24,18 +24,15 @@ FIXTURE = ROOT / "tests" / "fixtures" / "analysis" / "sweep"
 EXAMPLES = ROOT / "results" / "examples"
 
 EXAMPLES_GOLDEN = [
-    "w2 vs w1: throughput +43 % [-21, +108], inconclusive; p95 -41 % [-45, -26], faster (rounded)",
-    "w4 vs w1: throughput +48 % [+3.5, +95], inconclusive; p95 -24 % [-37, -17], faster (rounded)",
-    "w2 vs w1: throughput -3.0 % [-50, +46], inconclusive; p95 +0.0 % [+0.0, +306], inconclusive (rounded)",
-    "w4 vs w1: throughput +7.1 % [-29, +45], inconclusive; p95 +0.0 % [+0.0, +306], inconclusive (rounded)",
-    "AlbumsFastHttpUser vs AlbumsHttpUser at w1: throughput +105 % [+30, +182], faster; "
-    "p95 -82 % [-96, -74], faster (rounded)",
-    "AlbumsFastHttpUser vs AlbumsHttpUser at w2: throughput +39 % [-21, +101], inconclusive; "
-    "p95 -70 % [-84, -70], faster (rounded)",
-    "AlbumsFastHttpUser vs AlbumsHttpUser at w4: throughput +48 % [+19, +82], faster; "
-    "p95 -77 % [-77, -66], faster (rounded)",
+    "w2 vs w1: throughput +25 % [-1.6, +50], inconclusive; p95 -33 % [-86, +14], inconclusive",
+    "w2 vs w1: throughput +31 % [+13, +50], faster; p95 -33 % [-77, +8.1], inconclusive",
+    "AlbumsFastHttpUser vs AlbumsHttpUser at w1: throughput +205 % [+162, +254], faster; "
+    "p95 -78 % [-100, -42], faster",
+    "AlbumsFastHttpUser vs AlbumsHttpUser at w2: throughput +192 % [+141, +239], faster; "
+    "p95 -78 % [-100, -44], faster",
 ]
-"""results/examples' 2-repeat sweep (20 s, 40 users, 1/2/4 workers, both clients), seed 0."""
+"""results/examples' sweep (20 s, 40 users, 1 and 2 workers, both clients, one repeat; exact
+histograms), seed 0."""
 
 
 def report(analysis_cli, folder: Path, out: Path) -> tuple[str, dict]:
@@ -76,10 +73,10 @@ def test_the_summary_box_opens_the_report(examples):
 def test_golden_lines_of_the_example_sweep(examples):
     page, found = examples
     assert [line for line in lines(page) if " vs " in line] == EXAMPLES_GOLDEN
-    assert [c["latency"] for c in found["comparisons"]] == ["rounded"] * len(EXAMPLES_GOLDEN)
+    assert [c["latency"] for c in found["comparisons"]] == ["exact"] * len(EXAMPLES_GOLDEN)
     text = html.unescape(box(page))
-    assert "Bottleneck" in text and "generator-bound" in text and "load-bound" in text
-    assert "Left out</strong>: no run" in text and "Rounded: some runs have no histogram files" in text
+    assert "Bottleneck" in text and "generator-bound" in text
+    assert "Left out</strong>: no run" in text and "Rounded" not in text
 
 
 def copy_runs(runs: list[Path], to: Path) -> Path:

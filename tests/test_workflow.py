@@ -69,9 +69,10 @@ def test_workflow_shape():
     for name in ("host", "users", "run_time", "workers", "checks"):
         assert re.search(rf"^      {name}:\n        description: ", text, re.M), f"input {name}"
     assert re.search(r'^  schedule:\n(    #.*\n)*    - cron: "', text, re.M)
-    # Every action pinned to a full commit, not a movable tag.
+    # Every action pinned to a full commit, not a movable tag (an action in a folder of its
+    # repository, actions/cache/restore, too).
     uses = re.findall(r"uses: (\S+)", text)
-    assert uses and all(re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", u) for u in uses), uses
+    assert uses and all(re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)*@[0-9a-f]{40}", u) for u in uses), uses
     assert "actions/upload-artifact" in text and text.count("if: always()") >= 2
     assert "path: results/${{ env.LOCUST_RUN_ID }}/" in text
     assert "python -m analysis report" in text and "path: analysis-report/" in text
@@ -86,22 +87,43 @@ def test_workflow_shape():
     )
 
 
-def test_pull_requests_are_compared_with_mains_run():
-    """main's run is kept as an artifact; a pull request downloads the latest one and runs with
-    BASELINE (exit 3 on a regression); with none it says so and passes."""
+def step(text: str, name: str) -> str:
+    """The workflow's step named NAME, as text (up to the next step)."""
+    start = text.index(f"      - name: {name}")
+    end = text.find("\n      - ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def test_main_records_into_a_history_that_pull_requests_are_gated_against():
+    """Pushes to main record their run into the history (SWARMBENCH_RECORD=1); pull requests run
+    with BASELINE=history, never recording. The history is the Actions cache (restored by prefix,
+    saved by main's pushes as a new entry), or PostgreSQL from the LOADTEST_HISTORY secret."""
     text = WORKFLOW.read_text()
     assert re.search(r"^  push:\n    branches: \[main\]\n  pull_request:\n", text, re.M)
-    assert re.search(r"^  actions: read", text, re.M)  # gh run download of another run's artifact
-    keep = text[text.index("- name: Keep main's run as the baseline") :]
-    assert "github.ref == 'refs/heads/main'" in keep.splitlines()[1]
-    assert "name: loadtest-baseline-main" in keep and "retention-days:" in keep
-    fetch = text[text.index("- name: Baseline from main") : text.index("- name: Load test")]
-    assert "if: github.event_name == 'pull_request'" in fetch and "GH_TOKEN: ${{ github.token }}" in fetch
-    assert "gh run download" in fetch and "--name loadtest-baseline-main" in fetch
-    assert "No baseline from main yet" in fetch and "exit 0" in fetch
-    assert 'echo "BASELINE=' in fetch and '>> "$GITHUB_ENV"' in fetch
-    # The comparison lands next to the run (runner/ab.py) and is uploaded and summarised.
-    assert "path: results/${{ env.LOCUST_RUN_ID }}-vs-baseline/" in text
-    assert text.count("if: always() && env.BASELINE != ''") == 2
+    assert re.search(r"^permissions:\n  contents: read\n\n", text, re.M)  # nothing to write, no gh
+    chosen = step(text, "Run history")
+    assert "if: github.event_name == 'push' || github.event_name == 'pull_request'" in chosen
+    assert "HISTORY_URL: ${{ secrets.LOADTEST_HISTORY }}" in chosen
+    assert 'echo "BASELINE=history" >> "$GITHUB_ENV"' in chosen
+    assert 'echo "SWARMBENCH_RECORD=1" >> "$GITHUB_ENV"' in chosen and "refs/heads/main" in chosen
+    restore, save = step(text, "Restore the run history"), step(text, "Save the run history")
+    assert "uses: actions/cache/restore@" in restore and "if: env.HISTORY_STORE == 'cache'" in restore
+    assert "restore-keys: loadtest-history-\n" in restore
+    assert "uses: actions/cache/save@" in save and "github.ref == 'refs/heads/main'" in save
+    key = "key: loadtest-history-${{ github.run_id }}-${{ github.run_attempt }}"
+    assert key in restore and key in save  # restore never hits its own key: the newest by prefix
+    for part in (restore, save):
+        assert "path: results/history.sqlite" in part
+    for name in ("Load test", "Trend of main's last runs"):
+        assert "SWARMBENCH_HISTORY: ${{ secrets.LOADTEST_HISTORY }}" in step(text, name)
+    # The gate and the trend land in the job summary and as artifacts.
+    gate = step(text, "Gate against main's history")
+    assert (
+        "if: always() && env.BASELINE == 'history'" in gate and '"results/$LOCUST_RUN_ID-vs-history"' in gate
+    )
+    assert "path: results/${{ env.LOCUST_RUN_ID }}-vs-history/" in step(text, "Upload the gate")
+    trend = step(text, "Trend of main's last runs")
+    assert "python -m swarmbench trend --last 30 -o trend" in trend and "$GITHUB_STEP_SUMMARY" in trend
+    assert "path: trend/" in step(text, "Upload the trend page")
     # Pull requests and pushes load the bundled target, never the staging host of the schedule.
     assert "(github.event_name == 'schedule' && vars.LOADTEST_HOST) || ''" in text

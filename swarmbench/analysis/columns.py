@@ -68,6 +68,9 @@ from swarmbench.core.folder import (
     HISTORY_CSV as HISTORY_CSV,
 )
 from swarmbench.core.folder import (
+    LATENCY_WINDOWS_CSV as LATENCY_WINDOWS_CSV,
+)
+from swarmbench.core.folder import (
     LEGACY_ALIASES as LEGACY_ALIASES,
 )
 from swarmbench.core.folder import (

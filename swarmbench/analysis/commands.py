@@ -89,21 +89,31 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
     out = Path(args.out)
     check_out(out)
     from swarmbench.analysis.runs import load_runs
-    from swarmbench.analysis.scaling import analyze_scaling, scaling_json
+    from swarmbench.analysis.scaling import analyze_scaling, one_configuration, scaling_json
     from swarmbench.analysis.summary import summarize
+    from swarmbench.analysis.timeseries import timeseries_table
 
     runs = load_runs(args.paths)
     summary = summarize(runs)
+    data = {
+        "summary.csv": summary.to_csv(index=False).encode("utf-8"),
+        "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
+    }
+    from swarmbench.analysis.locust_csv import warn
+    from swarmbench.core.sweepstate import find_sweeps
+
+    sweeps = find_sweeps(args.paths, warn)
+    # A sweep with points missing gets the sweep's report even when one configuration ran: the
+    # missing points are the news. Otherwise one configuration gets its run pages.
+    if one_configuration(runs) and not any(sw.missing for sw in sweeps):
+        files = {**data, **one_configuration_report(runs, out, seen, args)}
+        return _write_report(out, files, runs, 0, sum(name.endswith(".png") for name in files))
     groups, notes = analyze_scaling(runs, include_partial=args.include_partial)
     # matplotlib only now: a bad input fails fast, before the slowest import.
     from swarmbench.analysis.comparisons import comparisons_json, sweep_comparisons
-    from swarmbench.analysis.locust_csv import warn
     from swarmbench.analysis.report import build_report, render_charts, summary_html
-    from swarmbench.analysis.timeseries import timeseries_table
-    from swarmbench.core.sweepstate import find_sweeps
 
     charts = render_charts(runs, summary, groups, knee_p99_ms=args.knee_p99_ms)
-    sweeps = find_sweeps(args.paths, warn)
     found = sweep_comparisons(groups)
     page = build_report(
         runs,
@@ -115,20 +125,78 @@ def cmd_report(args: argparse.Namespace, seen: list[str]) -> int:
         title=args.title,
         sweeps=sweeps,
         answers=summary_html(found, groups, runs, sweeps, args.include_partial),
+        pages=run_pages(runs, out),
     )
     files: dict[str, bytes] = {
-        "summary.csv": summary.to_csv(index=False).encode("utf-8"),
+        **data,
         "scaling.json": (json.dumps(scaling_json(groups, notes), indent=2, allow_nan=False) + "\n").encode(),
-        "timeseries.csv": timeseries_table(runs).to_csv(index=False).encode("utf-8"),
         "comparisons.json": (json.dumps(comparisons_json(found), indent=2) + "\n").encode(),
         **{c.filename: c.png for c in charts},
         "report.html": page.encode("utf-8"),  # last: its presence means the rest is there
     }
+    return _write_report(out, files, runs, len(groups), len(charts))
+
+
+def _write_report(out: Path, files: dict[str, bytes], runs: list, groups: int, charts: int) -> int:
     write_atomically(out, files)
-    print(
-        f"{out / 'report.html'}: {len(runs)} run(s), {len(groups)} scaling group(s), {len(charts)} chart(s)"
-    )
+    print(f"{out / 'report.html'}: {len(runs)} run(s), {groups} scaling group(s), {charts} chart(s)")
     return 0
+
+
+def one_configuration_report(
+    runs: list, out: Path, seen: list[str], args: argparse.Namespace
+) -> dict[str, bytes]:
+    """One run, or repeats of one configuration: no sweep to fit or compare, so no sweep sections
+    and no sweep warnings; report.html holds each run's page (swarmbench/page/run.py), its links
+    pointing at the run's folder from OUT. The same files as a sweep's report, less the PNG charts
+    (the page's are inline SVG: no matplotlib), but for a step load or an open-model run: its knee
+    and offered-load charts follow the page, as the sweep report draws them."""
+    from html import escape
+
+    from swarmbench.analysis.comparisons import comparisons_json
+    from swarmbench.analysis.scaling import scaling_json
+    from swarmbench.page import run as run_page
+
+    several = len(runs) > 1
+    parts = []
+    if several or seen:
+        what = f"{len(runs)} repeats of one configuration" if several else "one run"
+        inputs = escape(", ".join(map(str, args.paths)))
+        parts.append(f'<h1>{escape(args.title)}</h1><p class="muted">{what} from {inputs}</p>')
+    if seen:
+        items = "".join(f"<li>{escape(w)}</li>" for w in seen)
+        parts.append(f'<div class="warn"><strong>Reading the folders</strong><ul>{items}</ul></div>')
+    for run in runs:
+        facts = run_page.read(run.folder)
+        parts.append(run_page.body(facts, href=_href(run.folder, out), heading=2 if several or seen else 1))
+    charts = []
+    if any(r.meta.load_shape or r.meta.open_model for r in runs):  # a knee to find: matplotlib's charts
+        from swarmbench.analysis.report import charts_html, step_charts
+
+        charts = step_charts(runs, args.knee_p99_ms)
+        parts.append(charts_html(charts, "The knee and the offered load") if charts else "")
+    title = args.title if several else f"Run {runs[0].run_id}"
+    note = "one configuration: nothing to fit (a scaling fit needs two worker counts of one configuration)"
+    return {
+        "scaling.json": (json.dumps(scaling_json([], [note]), indent=2) + "\n").encode(),
+        "comparisons.json": (json.dumps(comparisons_json([]), indent=2) + "\n").encode(),
+        **{c.filename: c.png for c in charts},
+        "report.html": run_page.document(title, "\n".join(parts)).encode("utf-8"),
+    }
+
+
+def _href(run_folder: Path, out: Path) -> str:
+    """RUN_FOLDER as a link from a page in OUT (relative, so the two can move together)."""
+    return Path(os.path.relpath(run_folder.resolve(), out.resolve())).as_posix() + "/"
+
+
+def run_pages(runs: list, out: Path) -> dict[str, str]:
+    """Run id -> the link from OUT to its run page, for each run whose report.html is one (older
+    folders hold Locust's own report under that name)."""
+    from swarmbench.core.folder import REPORT_HTML
+    from swarmbench.page.run import is_run_page
+
+    return {r.run_id: _href(r.folder, out) + REPORT_HTML for r in runs if is_run_page(r.folder / REPORT_HTML)}
 
 
 REPORT_SIGNATURE = frozenset({"scaling.json", "report.html"})
@@ -142,13 +210,13 @@ IGNORABLE = frozenset({".DS_Store"})
 
 def check_out(out: Path) -> None:
     """Refuse an OUT whose replacement would lose something: a file, a run folder (its report.html
-    is Locust's own), or a folder holding anything but a previous report (e.g. `-o results`).
+    is its run page), or a folder holding anything but a previous report (e.g. `-o results`).
     A new folder INSIDE a run folder is allowed: the swap touches OUT alone, and `make knee` keeps
     its report in results/<run-id>/analysis/ on purpose."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a folder")
     if _is_run_folder(out):
-        raise UsageError(f"{out}: is a run folder; its report.html is Locust's own: choose another OUT")
+        raise UsageError(f"{out}: is a run folder; its report.html is its run page: choose another OUT")
     if out.is_dir():
         entries = sorted(p for p in out.iterdir() if p.name not in IGNORABLE)
         if entries and not _is_report(entries):

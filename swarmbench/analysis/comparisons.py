@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from swarmbench.analysis.runs import Run
+from swarmbench.analysis.runs import Run, has_series
 from swarmbench.analysis.scaling import ScalingGroup
 from swarmbench.compare import sides as compare_grid
 from swarmbench.compare import stats
@@ -140,11 +140,17 @@ def _runs_at(group: ScalingGroup, workers: int) -> list[Run]:
     return [r for r in group.runs if r.run_id in ids]
 
 
-def _make(kind: str, label: str, context: str, base: list[Run], cand: list[Run], read: _Reader) -> Comparison:
+def _make(
+    kind: str, label: str, context: str, base: list[Run], cand: list[Run], read: _Reader
+) -> list[Comparison]:
+    """The comparison, or none when a run of either side has no per-second numbers to bootstrap
+    over (runs.has_series; the report says so once, runs.load_runs)."""
+    if not all(has_series(r) for r in base + cand):
+        return []
     results, rounded = compare_runs(base, cand, read)
-    return Comparison(
-        kind, label, context, [r.run_id for r in base], [r.run_id for r in cand], results, rounded
-    )
+    return [
+        Comparison(kind, label, context, [r.run_id for r in base], [r.run_id for r in cand], results, rounded)
+    ]
 
 
 def worker_comparisons(groups: Sequence[ScalingGroup], read: _Reader) -> list[Comparison]:
@@ -156,7 +162,7 @@ def worker_comparisons(groups: Sequence[ScalingGroup], read: _Reader) -> list[Co
         lo = g.points[0].workers
         for p in g.points[1:]:
             label = f"w{p.workers} vs w{lo}"
-            out.append(_make("workers", label, g.key.label(), _runs_at(g, lo), _runs_at(g, p.workers), read))
+            out += _make("workers", label, g.key.label(), _runs_at(g, lo), _runs_at(g, p.workers), read)
     return out
 
 
@@ -187,7 +193,7 @@ def across(groups: Sequence[ScalingGroup], kind: str, read: _Reader) -> list[Com
                 label = f"{value(other)} vs {value(ref)} at w{workers}"
                 context = dataclasses.replace(ref.key, **{field: () if kind == "client" else None}).label()
                 base, cand = _runs_at(ref, workers), _runs_at(other, workers)
-                out.append(_make(kind, label, context.lstrip("?, "), base, cand, read))
+                out += _make(kind, label, context.lstrip("?, "), base, cand, read)
     return out
 
 

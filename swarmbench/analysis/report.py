@@ -35,8 +35,14 @@ from swarmbench.analysis import health, openmodel, plots
 from swarmbench.analysis.comparisons import Comparison
 from swarmbench.analysis.knee import Knee, step_load_knee
 from swarmbench.analysis.plots import figure_png
-from swarmbench.analysis.runs import Run
-from swarmbench.analysis.scaling import ScalingGroup, group_bottleneck, partial_runs, run_bottleneck
+from swarmbench.analysis.runs import Run, has_series
+from swarmbench.analysis.scaling import (
+    ScalingGroup,
+    configuration_key,
+    group_bottleneck,
+    partial_runs,
+    run_bottleneck,
+)
 from swarmbench.analysis.summary import failures_table, settings_table
 from swarmbench.analysis.timeseries import run_series
 from swarmbench.core.bottleneck import DROP_LIMIT, KNEE_P99_MS
@@ -81,6 +87,13 @@ def render_charts(
         *_lag_charts(runs),
         *_open_model_charts(runs, knee_p99_ms),
     ]
+
+
+def step_charts(runs: Sequence[Run], knee_p99_ms: float = KNEE_P99_MS) -> list[Chart]:
+    """What a one-configuration report (the run pages) adds for a step load or an open-model run:
+    the knee (`swarmbench knee`'s answer), the offered vs achieved rate, what a worker count
+    sustained."""
+    return [*_knee_charts(runs), *_open_model_charts(runs, knee_p99_ms)]
 
 
 def _scaling_charts(groups: Sequence[ScalingGroup]) -> list[Chart]:
@@ -183,13 +196,11 @@ def _whole_run_charts(summary: pd.DataFrame) -> list[Chart]:
 def configurations(runs: Sequence[Run]) -> list[tuple[str, list[Run]]]:
     """The runs with exact histograms, grouped by configuration (the scaling group's settings and the
     worker count: repeats of one configuration together), labelled like Run.label without the repeat."""
-    from swarmbench.analysis.scaling import group_key
-
     groups: dict[object, tuple[str, list[Run]]] = {}
     for run in runs:
         if run.latency.book is None:
             continue
-        key = (group_key(run), run.workers) if run.has_manifest else run.folder
+        key = configuration_key(run)
         label = " ".join(p for p in run.label.split(" ") if not p.startswith("#"))
         groups.setdefault(key, (label, []))[1].append(run)
     return list(groups.values())
@@ -338,6 +349,11 @@ def stores_table(runs: Sequence[Run]) -> pd.DataFrame | None:
     return table
 
 
+def charts_html(charts: Sequence[Chart], heading: str) -> str:
+    """CHARTS under HEADING, as the report shows them (for a page of another layout)."""
+    return "\n".join(_charts_html(charts, heading))
+
+
 # --- the box a sweep's report opens with ----------------------------------------------------------
 
 SUMMARY_CSS = (
@@ -380,6 +396,11 @@ def summary_html(
         for context, found in by_context.items():
             parts.append(f"<p><strong>{escape(context)}</strong></p>")
             parts.append(_list([escape(c.line()) for c in found]))
+    elif any(not has_series(r) for r in runs):
+        parts.append(
+            "<p>Comparisons left out: some runs have no per-second numbers (neither windows nor history "
+            "file; see the warnings).</p>"
+        )
     else:
         parts.append("<p>Nothing to compare: every group has one worker count, client and store.</p>")
     limits = [(g, group_bottleneck(g)) for g in groups]
@@ -581,10 +602,10 @@ def _settings_html(runs: Sequence[Run]) -> list[str]:
     return out
 
 
-def _charts_html(charts: Sequence[Chart]) -> list[str]:
+def _charts_html(charts: Sequence[Chart], heading: str = "Charts") -> list[str]:
     """Every chart but Run health's (shown in its own section), embedded as base64 PNG."""
     out: list[str] = []
-    out.append("<h2>Charts</h2>")
+    out.append(f"<h2>{escape(heading)}</h2>")
     for chart in (c for c in charts if not health.is_health_chart(c.filename)):
         data = base64.b64encode(chart.png).decode("ascii")
         out.append(
@@ -622,9 +643,11 @@ def build_report(
     title: str = "Swarmbench report",
     sweeps: Sequence[Sweep] = (),
     answers: str = "",
+    pages: dict[str, str] | None = None,
 ) -> str:
     """The whole page as a string (the CLI writes it; nothing here touches the disk). ANSWERS, the
-    answers' box (summary_html), opens it: before the warnings and every detail."""
+    answers' box (summary_html), opens it: before the warnings and every detail. PAGES: run id ->
+    the link to its run page (listed under What was run)."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "<!DOCTYPE html>",
@@ -639,6 +662,9 @@ def build_report(
         out.append(f'<div class="warn"><strong>Warnings</strong><ul>{items}</ul></div>')
 
     out.extend(_settings_html(runs))
+    if pages:
+        links = " · ".join(f'<a href="{escape(href)}">{escape(rid)}</a>' for rid, href in pages.items())
+        out.append(f"<p>Each run's page (its answer, charts and files): {links}</p>")
 
     out.extend(health.section_html(runs, groups, charts, _table))
 

@@ -137,8 +137,9 @@ def _prefix(folder: Path) -> str:
     return stats[0][: -len(STATS_SUFFIX)]
 
 
-def load_run(folder: str | Path, history: bool = True) -> Run:
-    """Read one run folder. `history=False` skips the (possibly large) history and windows files."""
+def load_run(folder: str | Path, history: bool = True, say_no_history: bool = True) -> Run:
+    """Read one run folder. `history=False` skips the (possibly large) history and windows files;
+    SAY_NO_HISTORY False: a missing history is left to the caller to say (load_runs says it once)."""
     folder = Path(folder)
     prefix = _prefix(folder)
     run = Run(
@@ -149,7 +150,7 @@ def load_run(folder: str | Path, history: bool = True) -> Run:
         run.meta = read_manifest(manifest)
     else:
         run.has_manifest = False
-    if history:
+    if history and (say_no_history or run.csv_path("_stats_history.csv").exists()):
         run.history = _optional(run, "_stats_history.csv", read_history, "no history: no charts over time")
     run.latency = read_latency(folder, windows=history)
     run.failures = _optional(run, "_failures.csv", read_failures, "failure details unavailable")
@@ -203,9 +204,40 @@ def _check_workers(run: Run) -> None:
 
 def load_runs(paths: Iterable[str | Path], history: bool = True) -> list[Run]:
     """Every run under `paths`, ordered by start time (then run id)."""
-    runs = [load_run(folder, history=history) for folder in discover_runs(paths)]
+    runs = [load_run(folder, history=history, say_no_history=False) for folder in discover_runs(paths)]
     _tell_apart(runs)
-    return sorted(runs, key=lambda r: (r.meta.started_at or "", r.run_id))
+    runs.sort(key=lambda r: (r.meta.started_at or "", r.run_id))
+    if history:
+        _say_no_history(runs)
+    return runs
+
+
+def has_series(run: Run) -> bool:
+    """The run has per-second numbers: its exact windows, or Locust's history (what a comparison
+    between runs bootstraps over, and what the charts over time draw)."""
+    return (run.folder / C.LATENCY_WINDOWS_CSV).is_file() or run.csv_path("_stats_history.csv").is_file()
+
+
+def _say_no_history(runs: list[Run]) -> None:
+    """One warning for every run without a history file (a folder copied without it, a plain
+    `locust --csv` run): what is left out, and for which runs."""
+    bare = [r for r in runs if not run_has_history(r) and not has_series(r)]
+    windows_only = [r for r in runs if not run_has_history(r) and has_series(r)]
+    if bare:
+        ids = ", ".join(r.run_id for r in bare)
+        note = warn(
+            bare[0].folder.parent if len(bare) > 1 else bare[0].folder,
+            f"{len(bare)} run(s) have neither {C.LATENCY_WINDOWS_CSV} nor {C.HISTORY_CSV}, no per-second "
+            f"numbers: their charts over time and the comparisons between runs are left out ({ids})",
+        )
+        for r in bare:
+            r.warnings.append(note)
+    for r in windows_only:
+        r.warnings.append(warn(r.csv_path("_stats_history.csv"), "missing; no users over time"))
+
+
+def run_has_history(run: Run) -> bool:
+    return run.csv_path("_stats_history.csv").exists()
 
 
 def _tell_apart(runs: list[Run]) -> None:

@@ -547,6 +547,17 @@ def group_key(run: Run) -> GroupKey:
     )
 
 
+def configuration_key(run: Run) -> object:
+    """What makes runs repeats of one configuration: the scaling group's settings and the worker
+    count (a run without run.json is a configuration of its own)."""
+    return (group_key(run), run.workers) if run.has_manifest else run.folder
+
+
+def one_configuration(runs: Sequence[Run]) -> bool:
+    """RUNS are one run, or repeats of one configuration: nothing to scale or compare across."""
+    return len({configuration_key(r) for r in runs}) == 1
+
+
 def group_runs(runs: Sequence[Run], include_partial: bool = False) -> tuple[list[ScalingGroup], list[str]]:
     """Groups (unfitted) and the warnings about runs that cannot join any group. Runs whose status
     says they did not run as asked (degraded, interrupted, failed) are left out, with one warning

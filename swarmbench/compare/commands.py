@@ -161,7 +161,8 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
     """`swarmbench compare --history [STORE] RUN`: RUN (a run folder, or a folder of repeats)
     against the history's comparable runs (compare/trend.py gate_outcome); the same table, verdicts,
     files and exit codes as a comparison, the gate's method in its header. Too few comparable runs:
-    says how many there are and gives no verdict (exit 0, as a run without a baseline)."""
+    says how many there are (also in OUT/compare.txt) and gives no verdict (exit 0, as a run
+    without a baseline)."""
     from swarmbench.compare import trend
     from swarmbench.history.commands import opened, store_spec
     from swarmbench.history.record import FolderError, read_run
@@ -183,12 +184,14 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
         except ValueError as e:
             raise UsageError(f"{run_path}: {e}") from None
         where = store.where
-    if outcome is None:
-        print(
-            f"{PROG}: history {where}: {found} comparable run(s) of {args.branch} before {run_path} "
-            f"(the gate needs {trend.GATE_MIN_RUNS}): no verdict; record main's runs with --record",
-            file=sys.stderr,
+    if outcome is None:  # said, and kept in OUT/compare.txt: what a CI job's summary shows
+        said = (
+            f"history {where}: {found} comparable run(s) of {args.branch} before {run_path} "
+            f"(the gate needs {trend.GATE_MIN_RUNS}): no verdict; record main's runs with --record"
         )
+        print(f"{PROG}: {said}", file=sys.stderr)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.txt").write_text(said + "\n")
         return exits.OK
     text = report.table(outcome)
     print(text)

@@ -5,7 +5,7 @@ A comparison's outcome and its text forms: the terminal table, compare.json, jun
 commands.py writes the files.
 
 compare.html: the table, overlaid latency distributions, per-window series of both sides, and
-every difference with its CI. Charts are inline SVG (svg.py: no matplotlib, one self-contained file)."""
+every difference with its CI. Charts are inline SVG (page/svg.py: no matplotlib, one self-contained file)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 
-from swarmbench.compare import svg
 from swarmbench.compare.sides import Difference as SettingDifference
 from swarmbench.compare.sides import Names
 from swarmbench.compare.stats import METHOD, PERCENTILES, Difference, Grid, Side, percentiles_of
 from swarmbench.core.checks import AGGREGATED, INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
+from swarmbench.page import svg
 
 # --- the outcome, its table, compare.json and junit.xml -------------------------------------------
 
@@ -112,7 +112,8 @@ def header(outcome: Outcome) -> list[str]:
         f"run-to-run noise ({outcome.noise_source}): "
         + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items()),
     ]
-    if min(len(outcome.baseline), len(outcome.candidate)) == 1:
+    if min(len(outcome.baseline), len(outcome.candidate)) == 1 and outcome.method == METHOD:
+        # (the gate against history learns the run-to-run variance from the past runs)
         out.append(
             "note: one run on a side cannot show run-to-run variance; the noise above is folded into the CI"
         )

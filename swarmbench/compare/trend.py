@@ -3,27 +3,16 @@ runs before it, with a verdict as `swarmbench compare` gives one) and the trend 
 request name and metric, E-divisive means with Otava's significance test). numpy and the standard
 library; the series come from the history store (swarmbench/history).
 
-A metric over many runs (the history store's series): how far one new run may fall from the past
-ones, and where the series changed level. numpy and the standard library only.
-
-- prediction_interval: the gate. n past runs of one configuration are the A/A sample of run-to-run
-  noise; a new run outside the interval is not noise (at the interval's level).
-- change_points: the trend. E-divisive means with the t-test significance of Apache Otava (its
-  docs/MATH.md; Fleming et al., "Hunter", ICPE 2023): windowed split, then the merge step.
-- baseline: the gate's past runs, the last n since the last change point.
-
-The split's per-window search is vectorised over windows and its sums come from one table per series
-(edivisive.py): 77 series of 10,000 runs take ~0.65 s on a 2-core machine.
-
-The history's two answers, the store's series through swarmbench.compare.series (numpy):
-
-- trend: per request name and metric of one configuration, the change points, each with the first
-  run after it (its commit: where to look), the means before and after and the change in %.
-- gate: a new run against main's comparable runs, per name and metric: its prediction interval
-  from the runs since the last change point, and whether the run fell outside it on the bad side.
+- The gate (gate_outcome, `swarmbench compare --history`): the last n comparable runs of main (same
+  load fingerprint, host and testbed) since their last change point are the A/A sample of
+  run-to-run noise. One new run's difference from their mean has the interval ±t(n-1)·s·√(1+1/n)
+  (a prediction interval: prediction_interval); repeats are judged by Welch's t on the two means.
+  The verdict is compare's (core/checks.py: the interval against the ±min-effect band).
+- The trend (trend, trend_json, trend_page; `swarmbench trend`): per name and metric, the change
+  points (change_points), each with the first run after it (its commit: where to look), the means
+  before and after and the change in %.
 
 The machinery: E-divisive means with Otava's t-test significance, vectorised (change_points).
-
 Apache Otava (docs/MATH.md, otava/analysis.py, otava/change_point_divisive/) searches each sliding
 window for the split (tau, kappa) that maximises the energy divergence Q, building every window's
 pairwise-distance matrix anew. Here every Q of every window comes from one table per series:
@@ -39,13 +28,15 @@ df), so p-values are computed only where they are reported or ordered (the merge
 window none of whose splits could pass its first t-test (most windows of a quiet series) is skipped
 before any Q: its detector would keep nothing whichever split E-divisive picked.
 
-Measured (bench/bench_history.py, 2 shared cores): 77 series of 10,000 runs in ~0.65 s, against
-~3 s for the same split with a distance matrix per window; the points found are the same (800
-random series compared against the version without the skip).
+Measured (bench/bench_history.py, 2 shared cores): the change points of 77 series of 10,000 runs in
+0.65-0.95 s (as busy as the machine was), against ~3 s for the same split with a distance matrix
+per window; the points found are the same (800 random series compared against the version without
+the skip).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,7 +67,7 @@ def t_two_sided_p(t: float, df: int) -> float:
     """P(|T| >= |t|) for Student's t with integer DF >= 1, stdlib only. Up to 200 degrees of freedom
     the exact finite series (Abramowitz & Stegun 26.7.3-4, in the nested form of Hill 1970, CACM
     Algorithm 395); above, Hill's normalising transform of t to a standard normal deviate. Tested
-    against scipy.stats.t (tests/test_series_stats.py)."""
+    against scipy.stats.t (tests/test_trend_stats.py)."""
     if math.isnan(t):
         return 1.0
     if math.isinf(t):
@@ -328,7 +319,7 @@ to see a few-percent step under 3 % noise, short enough that a window rarely hol
 MAX_PVALUE = 0.001
 """A change point's t-test must reach this p-value (Otava's default). The split looks for candidates
 at 10x this (Otava's "weak" points); the merge keeps the ones that reach it. At 0.001 a flat series
-of 50 runs shows a false change point in well under 5 % of seeds (tests/test_series_stats.py)."""
+of 50 runs shows a false change point in well under 5 % of seeds (tests/test_trend_stats.py)."""
 
 MIN_MAGNITUDE = 0.0
 """A change point whose means differ by less than this fraction is dropped (Otava's default: none)."""
@@ -371,9 +362,14 @@ def prediction_interval(past: Sequence[float], level: float = DEFAULT_LEVEL) -> 
         raise ValueError(f"a prediction interval needs at least 2 past runs, got {len(values)}")
     if not all(math.isfinite(v) for v in values):
         raise ValueError("a prediction interval needs finite past values (drop the runs that lack one)")
-    n, mean = len(values), fmean(values)
-    half = t_quantile((1 + level) / 2, n - 1) * stdev(values) * math.sqrt(1 + 1 / n)
+    mean, half = fmean(values), prediction_half_width(stdev(values), len(values), level)
     return mean - half, mean + half
+
+
+def prediction_half_width(s: float, n: int, level: float = DEFAULT_LEVEL) -> float:
+    """Half the width of a prediction interval for one new run: t_{(1+level)/2, n-1} · S · sqrt(1 + 1/n),
+    S the standard deviation of N past runs (prediction_interval; the gate's interval of a difference)."""
+    return t_quantile((1 + level) / 2, n - 1) * s * math.sqrt(1 + 1 / n)
 
 
 def outside(past: Sequence[float], value: float, level: float = DEFAULT_LEVEL) -> int:
@@ -394,31 +390,6 @@ def baseline(
     since = recent[points[-1].index :] if points else recent
     since = since[np.isfinite(since)]  # a run without the figure is no part of the sample
     return since[-n:] if len(since) >= MIN_BASELINE else since[:0]
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """One new run against its baseline: the interval, where the value fell (-1, 0, +1 as
-    outside()) and how many past runs the interval rests on."""
-
-    low: float
-    high: float
-    value: float
-    side: int
-    runs: int
-
-
-def judge(
-    history: Sequence[float], value: float, n: int = BASELINE_RUNS, level: float = DEFAULT_LEVEL
-) -> Judgement | None:
-    """The gate for one name and metric: VALUE (the new run) against the prediction interval of
-    HISTORY's baseline (oldest first, the new run not in it); None when the baseline is too short."""
-    past = baseline(history, n)
-    if len(past) < MIN_BASELINE:
-        return None
-    low, high = prediction_interval(past, level)
-    side = -1 if value < low else 1 if value > high else 0
-    return Judgement(low=low, high=high, value=float(value), side=side, runs=len(past))
 
 
 def change_points(
@@ -519,23 +490,6 @@ class Change:
     run: RunRecord
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One name's metric of a new run: its judgement (None: fewer than MIN_BASELINE comparable runs
-    since the last change) and whether it fell outside on the bad side."""
-
-    type: str
-    name: str
-    metric: str
-    judgement: Judgement | None
-
-    @property
-    def worse(self) -> bool:
-        if self.judgement is None:
-            return False
-        return self.judgement.side == (-1 if self.metric in HIGHER_IS_BETTER else 1)
-
-
 def trend(
     store: Store, config: Configuration, *, metrics: Sequence[str] = TREND_METRICS, last: int | None = None
 ) -> list[Change]:
@@ -548,34 +502,6 @@ def trend(
         for metric in metrics:
             for point in change_points(np.asarray(per[metric])):
                 out.append(Change(type_, name, metric, point, series.runs[point.index]))
-    return out
-
-
-def gate(
-    store: Store,
-    run: RunData,
-    *,
-    branch: str = "main",
-    metrics: Sequence[str] = TREND_METRICS,
-    n: int = BASELINE_RUNS,
-    level: float = DEFAULT_LEVEL,
-) -> list[Verdict]:
-    """RUN (stored or not) against BRANCH's comparable runs before it: same load fingerprint, host
-    and testbed (the run itself left out when stored)."""
-    series = store.series(
-        run.fingerprint, run.host, run.testbed, branch, metrics=metrics, last=GATE_LOOKBACK + 1
-    )
-    keep = [
-        i for i, r in enumerate(series.runs) if r.run_key != run.run_key and r.started_at < run.started_at
-    ]
-    out = []
-    for stats in run.stats:
-        per = series.values.get((stats.type, stats.name), {})
-        for metric in metrics:
-            value = getattr(stats, metric)
-            past = [per[metric][i] for i in keep] if per else []
-            judgement = judge(past[-GATE_LOOKBACK:], value, n, level) if value is not None and past else None
-            out.append(Verdict(stats.type, stats.name, metric, judgement))
     return out
 
 
@@ -627,14 +553,14 @@ def against_history(past: np.ndarray, values: Sequence[float], confidence: float
     b, c = float(np.mean(past)), float(np.mean(cand))
     var_b = float(np.var(past, ddof=1))
     if k == 1:
-        se, df = math.sqrt(var_b * (1 + 1 / n)), n - 1
+        half = prediction_half_width(math.sqrt(var_b), n, confidence)
     else:
         var_c = float(np.var(cand, ddof=1))
         a, d = var_b / n, var_c / k
         se = math.sqrt(a + d)
         bottom = a * a / (n - 1) + d * d / (k - 1)
         df = (a + d) ** 2 / bottom if bottom > 0 else math.inf
-    half = t_quantile((1 + confidence) / 2, df) * se if se > 0 and math.isfinite(df) else 0.0
+        half = t_quantile((1 + confidence) / 2, df) * se if se > 0 and math.isfinite(df) else 0.0
     low, high = c - b - half, c - b + half
     # Every metric is >= 0, so the difference is >= -baseline (as compare cuts it).
     return Difference(b, c, c - b, max(low, -b), max(high, -b))
@@ -791,52 +717,99 @@ def trend_table(found: dict) -> str:
 
 
 TREND_COLOURS = ("#1f77b4", "#d62728")
-"""The runs' values and the segment means between change points."""
+"""The runs' values and the segment means between change points (change points: page/svg.py's
+vertical marks)."""
+
+TREND_LABELS = {"rps": "throughput (req/s)", "p50_ms": "p50 (ms)", "p90_ms": "p90 (ms)", "p95_ms": "p95 (ms)",
+                "p99_ms": "p99 (ms)", "p999_ms": "p99.9 (ms)", "max_ms": "max (ms)"}  # fmt: skip
+"""Each trend metric as its chart's y axis names it, with its unit."""
 
 
 def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
-    """trend.html: per configuration of BRANCH, one chart per request name and metric (the runs'
-    values, and the mean of each segment between change points as a dashed step: a change point is
-    where it jumps), with the change points listed under it. One self-contained file, inline SVG."""
+    """trend.html: per configuration of BRANCH, its change points (FOUND: trend_json's answer) in a
+    table, then one chart per request name and metric: the runs' values, the mean of each segment
+    between change points as a dashed step, and each change point as a vertical mark just before
+    the first run after it. One self-contained file, inline SVG."""
     from html import escape
-
-    from swarmbench.compare import svg
 
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Swarmbench trend</title>",
         "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
-        "figure{margin:1em 0}figcaption{font-size:90%;color:#444}code{font-size:90%}</style></head><body>",
+        "figure{margin:1em 0}figcaption{font-size:90%;color:#444}code{font-size:90%}"
+        "table{border-collapse:collapse;font-size:90%}td,th{padding:2px 8px;text-align:left}"
+        "th{border-bottom:1px solid #999}</style></head><body>",
         f"<h1>Trend: branch {escape(branch)}</h1>",
         f"<p>History <code>{escape(found['store'])}</code>. Method: {escape(found['method'])}.</p>",
     ]
     for config in configurations(store, branch):
         series = store.series(config.fingerprint, config.host, config.testbed, branch, last=last)
-        load = ", ".join(f"{k} {v}" for k, v in config.load.items() if v not in (None, "", []))
-        parts.append(f"<h2>{escape(config.host or '-')} on {escape(config.testbed)}: {config.runs} runs</h2>")
+        where = {(r.started_at, r.run_id): i for i, r in enumerate(series.runs)}
+        key = (config.fingerprint, config.host, config.testbed)
+        mine = [p for p in found["change_points"] if (p["fingerprint"], p["host"], p["testbed"]) == key]
+        load = ", ".join(
+            f"{k} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in config.load.items()
+            if v not in (None, "", [])
+        )
+        parts.append(
+            f"<h2>{escape(config.host or '-')} on {escape(config.testbed)}: "
+            f"{len(series.runs)} of {config.runs} runs</h2>"
+        )
         parts.append(f"<p>Load <code>{escape(config.fingerprint)}</code>: {escape(load)}</p>")
-        x = np.arange(1, len(series.runs) + 1, dtype=float)
-        for (type_, name), per in sorted(series.values.items()):
-            for metric in TREND_METRICS:
-                y = np.asarray(per[metric], dtype=float)
-                if not np.isfinite(y).any():
-                    continue
-                points = change_points(y)
-                means = np.full_like(y, np.nan)
-                edges = [0, *(p.index for p in points), len(y)]
-                for a, b in zip(edges, edges[1:], strict=False):
-                    seg = y[a:b][np.isfinite(y[a:b])]
-                    means[a:b] = seg.mean() if len(seg) else np.nan
-                chart = svg.lines(
-                    [svg.Line(x, y, TREND_COLOURS[0], "each run"),
-                     svg.Line(x, means, TREND_COLOURS[1], "segment mean", dashed=True, step=True)],
-                    f"{type_} {name}: {metric}".strip(), "run (oldest first)", metric,
-                )  # fmt: skip
-                said = "; ".join(
-                    f"at run {p.index + 1} ({escape(series.runs[p.index].run_id)}, "
-                    f"{escape((series.runs[p.index].git_commit or '-')[:10])}): {p.mean_before:.4g} -> "
-                    f"{p.mean_after:.4g} ({p.change_percent:+.1f} %)"
-                    for p in points
-                )
-                parts.append(f"<figure>{chart}<figcaption>{said or 'no change point'}</figcaption></figure>")
+        parts.append(_change_table(mine, where))
+        changed = {(p["type"], p["name"], p["metric"]) for p in mine}
+        charts = sorted(((t, n, m) for (t, n) in series.values for m in TREND_METRICS),
+                        key=lambda c: (c not in changed, c[0], c[1], TREND_METRICS.index(c[2])))  # fmt: skip
+        for type_, name, metric in charts:  # the charts with a change point first
+            y = np.asarray(series.values[(type_, name)][metric], dtype=float)
+            if np.isfinite(y).any():
+                points = [p for p in mine if (p["type"], p["name"], p["metric"]) == (type_, name, metric)]
+                parts.append(_trend_chart(f"{type_} {name}".strip(), metric, y, points, where))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _trend_chart(title: str, metric: str, y: np.ndarray, points: list[dict], where: dict) -> str:
+    """One name's METRIC over its runs (Y, oldest first) as a figure: the values, the segment means
+    between its change POINTS (trend_json's; WHERE: (started_at, run_id) -> position) as a dashed
+    step, a vertical mark just before each first run after a change, and the changes in words."""
+    from html import escape
+
+    from swarmbench.page import svg
+
+    starts = sorted(where[(p["started_at"], p["run_id"])] for p in points)
+    means = np.full_like(y, np.nan)
+    for a, b in itertools.pairwise([0, *starts, len(y)]):
+        seg = y[a:b][np.isfinite(y[a:b])]
+        means[a:b] = seg.mean() if len(seg) else np.nan
+    x, label = np.arange(1, len(y) + 1, dtype=float), TREND_LABELS[metric]
+    chart = svg.lines(
+        [svg.Line(x, y, TREND_COLOURS[0], "each run"),
+         svg.Line(x, means, TREND_COLOURS[1], "segment mean", dashed=True, step=True)],
+        f"{title}: {label}", "run (1 = oldest)", label,
+        vlines=[(i + 0.5, "change point") for i in starts], ymin=0.0,
+    )  # fmt: skip
+    said = "; ".join(
+        f"at run {where[(p['started_at'], p['run_id'])] + 1} ({escape(p['run_id'])}, "
+        f"{escape((p['commit'] or '-')[:10])}): {p['before']:.4g} -> {p['after']:.4g} "
+        f"({p['change_pct']:+.1f} %)"
+        for p in sorted(points, key=lambda p: p["started_at"])
+    )
+    return f"<figure>{chart}<figcaption>{said or 'no change point'}</figcaption></figure>"
+
+
+def _change_table(points: list[dict], where: dict[tuple[str, str], int]) -> str:
+    """The change points of one configuration as an HTML table, oldest first."""
+    from html import escape
+
+    if not points:
+        return "<p>No change point.</p>"
+    head = ("run", "first run after", "commit", "name", "metric", "before", "after", "change")
+    rows = []
+    for p in sorted(points, key=lambda p: (p["started_at"], p["name"], p["metric"])):
+        cells = (where[(p["started_at"], p["run_id"])] + 1, p["run_id"], (p["commit"] or "-")[:10],
+                 p["name"], TREND_LABELS[p["metric"]], f"{p['before']:.4g}", f"{p['after']:.4g}",
+                 f"{p['change_pct']:+.1f} %")  # fmt: skip
+        rows.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
+    header = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+    return f"<table>{header}{''.join(rows)}</table>"

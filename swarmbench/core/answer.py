@@ -18,7 +18,7 @@ from pathlib import Path
 
 from swarmbench.core import folder
 from swarmbench.core.bottleneck import INFLATED
-from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED
+from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
 from swarmbench.core.manifest import (
     COMPLETE,
@@ -33,6 +33,8 @@ from swarmbench.core.manifest import (
 
 SERVICE = "service"
 """locust_latency_hdr.csv's kind of Locust's own response time (open-model runs add `intended`)."""
+INTENDED = "intended"
+"""locust_latency_hdr.csv's kind of the time since the intended start (open-model runs only)."""
 
 PERCENTILE_COLUMNS = {"p50_ms": "p50_ms", "p95_ms": "p95_ms", "p99_ms": "p99_ms", "max_ms": "max_ms"}
 """NameAnswer's field -> locust_latency_hdr.csv's column (folder.LATENCY_HDR_COLUMNS)."""
@@ -80,8 +82,13 @@ class Answer:
     reason: str | None
     latency: str
     names: list[NameAnswer] = field(default_factory=list)
+    checks: list[Outcome] = field(default_factory=list)  # the thresholds as run.json recorded them
     warnings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # files the folder lacks, said on the page
+    # open-model runs: per name, the time since the intended start (locust_latency_hdr.csv's
+    # `intended` rows), with the same requests, failures and req/s as `names`
+    intended: list[NameAnswer] = field(default_factory=list)
+    manifest: RunManifest = field(default_factory=RunManifest)  # run.json as read (empty without one)
 
     @property
     def aggregated(self) -> NameAnswer | None:
@@ -91,24 +98,20 @@ class Answer:
         return STATUS_WORDS.get(self.status or "", self.status or "unknown (a harness older than run status)")
 
 
-def read_answer(run_dir: Path) -> Answer:
+def read_answer(run_dir: Path, manifest: RunManifest | None = None) -> Answer:
     """RUN_DIR's answer; a file that is missing or unreadable is named in `missing`, never raised:
-    the page and the terminal say what they could not read and show the rest."""
+    the page and the terminal say what they could not read and show the rest. MANIFEST: the run's
+    record when it is not on disk yet (the plugin writes the run page just before run.json)."""
     run_dir = Path(run_dir)
     missing: list[str] = []
-    manifest = RunManifest()
-    if (run_dir / folder.MANIFEST).is_file():
-        try:
-            manifest = RunManifest.read(run_dir / folder.MANIFEST)
-        except InputError as e:
-            missing.append(str(e))
-    else:
-        missing.append(f"{folder.MANIFEST}: not written (the run did not end cleanly, or predates it)")
-    stats = _rows(run_dir / folder.STATS_CSV, missing)
-    exact = {(r.get("type", ""), r.get("name", "")): r for r in _rows(run_dir / folder.LATENCY_HDR_CSV, None)
-             if r.get("kind", SERVICE) == SERVICE}  # fmt: skip
-    names = [_name(row, exact) for row in stats]
-    names.sort(key=lambda n: (n.name == AGGREGATED, n.name, n.type))
+    if manifest is None:
+        manifest = _manifest(run_dir, missing)
+    stats = csv_rows(run_dir / folder.STATS_CSV, missing)
+    hdr = csv_rows(run_dir / folder.LATENCY_HDR_CSV, missing, required=False)
+    exact = {(r.get("type", ""), r.get("name", "")): r for r in hdr if r.get("kind", SERVICE) == SERVICE}
+    names = sorted((_name(row, exact) for row in stats), key=_order)
+    late = {(r.get("type", ""), r.get("name", "")): r for r in hdr if r.get("kind") == INTENDED}
+    intended = sorted((_name(row, late) for row in stats if _key(row) in late), key=_order)
     bottleneck = manifest.bottleneck
     return Answer(
         folder=run_dir,
@@ -118,9 +121,26 @@ def read_answer(run_dir: Path) -> Answer:
         reason=bottleneck.reason if bottleneck else None,
         latency=EXACT if exact else ROUNDED,
         names=names,
+        checks=outcomes(manifest),
         warnings=warnings(manifest, names),
         missing=missing,
+        intended=intended,
+        manifest=manifest,
     )
+
+
+def outcomes(manifest: RunManifest) -> list[Outcome]:
+    """run.json's thresholds back as core's outcomes, so they read as the run printed them (a
+    threshold with nothing measured says only that: run.json keeps no reason)."""
+    out = []
+    for c in manifest.checks or []:
+        if None in (c.expr, c.name, c.metric, c.op, c.limit, c.passed):
+            continue  # not one of ours (run.json's reader checked the types of what is there)
+        check = Check(expr=c.expr, name=c.name, metric=c.metric, op=c.op, limit=c.limit)  # type: ignore[arg-type]
+        source = "" if c.exact is None else (EXACT if c.exact else ROUNDED)
+        reason = f"nothing was measured for {c.name!r}"
+        out.append(Outcome(check, c.measured, bool(c.passed), reason=reason, source=source))
+    return out
 
 
 def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
@@ -153,14 +173,15 @@ def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
     return out
 
 
-def summary_text(answer: Answer, page: Path | None = None) -> str:
-    """The terminal's last words on a run: one line per name, the status, the verdict, warnings and
-    where the run page is."""
+def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None = None) -> str:
+    """The terminal's last words on a run: its status (and EXIT_CODE), one line per name with the
+    numbers exactly as the folder's files hold them, the verdict, the thresholds (the lines the run
+    printed), warnings, what could not be read, and where the run page is."""
     head = ("name", "requests", "failures", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms")
     rows = [head]
     for n in answer.names:
         rows.append(
-            (n.name, str(n.requests), str(n.failures), _num(n.rps),
+            (n.name, str(n.requests), str(n.failures), "-" if math.isnan(n.rps) else f"{n.rps:.2f}",
              _num(n.p50_ms), _num(n.p95_ms), _num(n.p99_ms), _num(n.max_ms))
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -168,30 +189,75 @@ def summary_text(answer: Answer, page: Path | None = None) -> str:
         "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
         for r in rows
     ]
-    lines = [f"Run {answer.run_id}: {answer.status_line()}"]
-    lines.append(f"Latency: {'exact (HDR histograms)' if answer.latency == EXACT else 'rounded (Locust)'}")
-    lines += table
+    code = "" if exit_code is None else f" (exit code {exit_code})"
+    lines = [f"Run {answer.run_id}: {answer.status_line()}{code}"]
+    if answer.latency == EXACT:
+        lines.append(f"Latency: exact, the run's HDR histograms ({folder.LATENCY_HDR_CSV})")
+    else:
+        lines.append(f"Latency: rounded, Locust's own percentiles ({folder.STATS_CSV}: 2 significant digits)")
+    lines += table if answer.names else ["No requests recorded."]
     if answer.verdict:
         lines.append(f"Verdict: {answer.verdict}" + (f": {answer.reason}" if answer.reason else ""))
+    lines += [f"swarmbench: check {o.line()}" for o in answer.checks]
+    broken = sum(not o.passed for o in answer.checks)
+    if broken:
+        lines.append(f"swarmbench: {broken} of {len(answer.checks)} thresholds broken{code}")
     lines += [f"Warning: {w}" for w in answer.warnings]
     lines += [f"Missing: {m}" for m in answer.missing]
     if page is not None:
-        lines.append(f"Run page: {page}")
+        written = (answer.folder / page.name).is_file()  # the run page is in the run folder
+        lines.append(f"Run page: {page}" if written else f"Run page: not written ({page.name})")
     return "\n".join(lines)
 
 
-def _rows(path: Path, missing: list[str] | None) -> list[dict[str, str]]:
+def _manifest(run_dir: Path, missing: list[str]) -> RunManifest:
+    """RUN_DIR's run.json, or an empty record and the reason in MISSING."""
+    if not (run_dir / folder.MANIFEST).is_file():
+        missing.append(f"{folder.MANIFEST}: not written (the run did not end cleanly, or predates it)")
+        return RunManifest()
+    try:
+        return RunManifest.read(run_dir / folder.MANIFEST)
+    except InputError as e:
+        missing.append(str(e))
+        return RunManifest()
+
+
+def csv_rows(path: Path, notes: list[str] | None, required: bool = True) -> list[dict[str, str]]:
+    """PATH's rows. What is wrong with it goes to NOTES (when given), one line naming the file: missing
+    (when REQUIRED), unreadable, or cut off (its last line incomplete: that row is left out, as is
+    any row with fewer or more fields than the header); never raised."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        if missing is not None:
-            missing.append(f"{path.name}: {getattr(e, 'strerror', None) or e}")
+            text = f.read()
+        rows = list(csv.DictReader(text.splitlines()))
+    except FileNotFoundError:
+        if notes is not None and required:
+            notes.append(f"{path.name}: missing")
         return []
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        if notes is not None:
+            notes.append(f"{path.name}: unreadable ({getattr(e, 'strerror', None) or e})")
+        return []
+    if text and not text.endswith("\n"):
+        rows = rows[:-1]
+        if notes is not None:
+            notes.append(f"{path.name}: cut off (its last line is incomplete and left out)")
+    whole = [r for r in rows if None not in r and None not in r.values()]
+    if len(whole) < len(rows) and notes is not None:
+        notes.append(f"{path.name}: {len(rows) - len(whole)} row(s) with a wrong number of fields, left out")
+    return whole
+
+
+def _key(row: dict[str, str]) -> tuple[str, str]:
+    return (row.get(folder.TYPE) or "", row.get(folder.NAME) or "")
+
+
+def _order(n: NameAnswer) -> tuple[bool, str, str]:
+    return (n.name == AGGREGATED, n.name, n.type)
 
 
 def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> NameAnswer:
-    key = (row.get(folder.TYPE) or "", row.get(folder.NAME) or "")
+    key = _key(row)
     hdr = exact.get(key)
     source = (
         {f: (hdr or {}).get(col) for f, col in PERCENTILE_COLUMNS.items()}
@@ -201,8 +267,8 @@ def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> 
     return NameAnswer(
         type=key[0],
         name=key[1],
-        requests=int(_float(row.get(folder.REQUEST_COUNT)) or 0),
-        failures=int(_float(row.get(folder.FAILURE_COUNT)) or 0),
+        requests=_int(row.get(folder.REQUEST_COUNT)),
+        failures=_int(row.get(folder.FAILURE_COUNT)),
         rps=_float(row.get(folder.RPS)),
         **{f: _float(v) for f, v in source.items()},
     )
@@ -215,7 +281,15 @@ def _float(text: str | None) -> float:
         return math.nan
 
 
+def _int(text: str | None) -> int:
+    """A count; 0 where the cell is blank or not a number (a cut-off file)."""
+    value = _float(text)
+    return int(value) if math.isfinite(value) else 0
+
+
 def _num(value: float) -> str:
+    """VALUE as its file holds it: a whole number without a fraction (Locust's), else the shortest
+    text that reads back as the same float (the HDR files' milliseconds, 3 decimals)."""
     if math.isnan(value):
         return "-"
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+    return str(int(value)) if value.is_integer() else repr(value)

@@ -21,7 +21,10 @@ HISTORY_CSV = f"{CSV_PREFIX}_stats_history.csv"
 FAILURES_CSV = f"{CSV_PREFIX}_failures.csv"
 EXCEPTIONS_CSV = f"{CSV_PREFIX}_exceptions.csv"
 REPORT_HTML = "report.html"
-"""Locust's own HTML report of the run."""
+"""Swarmbench's run page (swarmbench/page/run.py): the answer, warnings, charts, settings, files.
+Folders written before it hold Locust's own report under this name."""
+LOCUST_REPORT_HTML = "locust_report.html"
+"""Locust's own HTML report of the run (its percentiles rounded), linked from the run page."""
 MANIFEST = "run.json"
 """Swarmbench's record of how the run was made (see manifest.py)."""
 JUNIT_XML = "junit.xml"
@@ -33,11 +36,18 @@ LATENCY_HDR_JSON = f"{CSV_PREFIX}_latency_hdr.json"
 """The same HDR histograms, encoded, so an analysis can merge runs exactly."""
 LATENCY_WINDOWS_CSV = f"{CSV_PREFIX}_latency_windows.csv"
 """The same per 1-second window from the test start, each row with its encoded histogram."""
+RUNNER_LOG = "swarmbench.log"
+"""The containers' logs of a headless run (master and workers, as `docker compose logs` gives them),
+kept by the host runner: the terminal shows a progress line and a summary instead (`--verbose`
+shows them as well). Written after run.json, by the runner, not the run."""
+LIVE_JSON = "swarmbench_live.json"
+"""The run's live status while it goes (core/live.py), rewritten every few seconds by the master
+and read by the host runner's progress line; removed when the run folder is complete."""
 LATENCY_FILES = (LATENCY_HDR_CSV, LATENCY_HDR_JSON, LATENCY_WINDOWS_CSV)
 """What a run recorded with exact latency holds besides RUN_FILES (run.json's `latency` lists them)."""
 ARRIVAL_CSV = f"{CSV_PREFIX}_arrival.csv"
 """Open model: iterations scheduled, started and dropped in each second of the schedule."""
-RUN_FILES = (STATS_CSV, HISTORY_CSV, FAILURES_CSV, EXCEPTIONS_CSV, REPORT_HTML, MANIFEST)
+RUN_FILES = (STATS_CSV, HISTORY_CSV, FAILURES_CSV, EXCEPTIONS_CSV, LOCUST_REPORT_HTML, REPORT_HTML, MANIFEST)
 """What every saved run folder holds (junit.xml only when thresholds were set)."""
 
 # --- results/<sweep-id>/ ---

@@ -13,7 +13,8 @@ The last line of defence for secret header values: they never reach a log line o
 headers.py refuses a value that cannot be sent, so no HTTP client should ever echo one. But a
 server can echo a token in an error page that a locustfile turns into a failure, a locustfile can
 log or raise with it, a client library can quote it: every such text ends up in the run folder
-(failures/exceptions CSVs, report.html, run.json, junit.xml) or the console. So, in every Locust
+(failures/exceptions CSVs, Locust's locust_report.html, the run page report.html, run.json,
+junit.xml) or the console. So, in every Locust
 process that loaded headers:
 
 - `install_redaction()` (at init) puts a logging filter on every handler Locust configured (the console,
@@ -36,6 +37,8 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+
+from swarmbench.core.folder import LOCUST_REPORT_HTML
 
 # --- `Name: value` lines --------------------------------------------------------------------------
 
@@ -241,7 +244,7 @@ def scrub_folder(folder: Path, headers: dict[str, str]) -> list[Path]:
         return []
     changed = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        if _scrub_file(path, redactor):
+        if _scrub_file(path, redactor, locust_code=path.name == LOCUST_REPORT_HTML):
             changed.append(path)
     if changed:
         logging.getLogger("swarmbench").warning(
@@ -255,7 +258,7 @@ def scrub_folder(folder: Path, headers: dict[str, str]) -> list[Path]:
 
 @functools.cache
 def _locust_static_lines() -> frozenset[bytes]:
-    """The lines of Locust's report template, which report.html repeats verbatim around its data:
+    """The lines of Locust's report template, which locust_report.html repeats verbatim around its data:
     public code, so never a secret. A header value that happens to occur in them (a word such as
     "production" is in the bundled JavaScript) must not be cut out of the report's code."""
     spec = importlib.util.find_spec("locust")
@@ -268,16 +271,18 @@ def _locust_static_lines() -> frozenset[bytes]:
         return frozenset()
 
 
-def _scrub_file(path: Path, redactor: Redactor) -> bool:
+def _scrub_file(path: Path, redactor: Redactor, locust_code: bool = False) -> bool:
     """Line by line into a temp file beside PATH (a long history CSV never sits in memory); no
-    secret spans a line (header values have no line breaks, and neither do their escapes)."""
+    secret spans a line (header values have no line breaks, and neither do their escapes).
+    LOCUST_CODE: PATH is Locust's report, whose template lines are kept as they are; every other file
+    (the run page included: all of it is data) is scrubbed throughout."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     changed = False
     try:
         with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
             for line in src:
                 clean = redactor.data(line)
-                if clean != line and line.rstrip(b"\r\n") in _locust_static_lines():
+                if clean != line and locust_code and line.rstrip(b"\r\n") in _locust_static_lines():
                     clean = line
                 changed = changed or clean != line
                 dst.write(clean)

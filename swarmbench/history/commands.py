@@ -13,10 +13,19 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from swarmbench.core.exits import UsageError
-from swarmbench.history.store import DEFAULT_PATH, HistoryError, Store, export_otava, import_tree, open_store
+from swarmbench.history.store import (
+    DEFAULT_PATH,
+    HistoryError,
+    Store,
+    export_otava,
+    import_tree,
+    is_url,
+    open_store,
+)
 
 STORE_ENV = "SWARMBENCH_HISTORY"
 """Where the store is when --history is not given: a file path or a postgresql:// URL."""
@@ -26,9 +35,19 @@ RECORD_ENV = "SWARMBENCH_RECORD"
 --record)."""
 
 
-def store_spec(given: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> str:
-    """--history, else SWARMBENCH_HISTORY, else results/history.sqlite."""
-    return given or env.get(STORE_ENV, "").strip() or str(DEFAULT_PATH)
+RESULTS_ENV = "SWARMBENCH_RESULTS"
+"""Where the runner puts run folders (runner/settings.py): the default store lies beside them."""
+
+
+def store_spec(given: str | None, env: Mapping[str, str] = os.environ) -> str:
+    """--history, else SWARMBENCH_HISTORY, else history.sqlite in SWARMBENCH_RESULTS (beside the
+    run folders), else results/history.sqlite. A file path is made absolute (the runner hands it to
+    commands it starts in the checkout); a URL is kept as it is."""
+    spec = given or env.get(STORE_ENV, "").strip()
+    if not spec:
+        results = env.get(RESULTS_ENV, "").strip()
+        spec = str(Path(results) / DEFAULT_PATH.name) if results else str(DEFAULT_PATH)
+    return spec if is_url(spec) else str(Path(spec).resolve())
 
 
 def opened(spec: str) -> Store:

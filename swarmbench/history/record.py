@@ -32,7 +32,7 @@ run, Locust's), percentiles and max of the service time in ms."""
 
 HDR_CSV_COLUMNS = {"p50_ms": "p50_ms", "p90_ms": "p90_ms", "p95_ms": "p95_ms", "p99_ms": "p99_ms",
                    "p999_ms": "p99.9_ms", "max_ms": "max_ms"}  # fmt: skip
-"""Stored metric -> locust_latency_hdr.csv's column (swarmbench.hdr.CSV_COLUMNS; a test checks)."""
+"""Stored metric -> locust_latency_hdr.csv's column (latency/histogram.py CSV_COLUMNS; a test checks)."""
 
 SERVICE = "service"
 """The HDR kind kept: Locust's own response time (open-model runs also record `intended`)."""

@@ -54,6 +54,7 @@ import math
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -143,6 +144,9 @@ def statements(engine: str) -> list[str]:
 BUSY_TIMEOUT_S = 60.0
 """How long an SQLite writer waits for another to commit (an add takes milliseconds; a long import
 commits in chunks), before its add fails with "database is locked"."""
+
+WAL_RETRY_S = 0.01
+"""How soon an open retries switching a new store to WAL while another process holds it (_wal)."""
 
 LOCK_ID = 0x5357_4842_4849_5354 % (2**63)
 """PostgreSQL advisory lock taken while creating the tables, so two first users cannot both try."""
@@ -238,9 +242,23 @@ class Sqlite(Db):
         with self._errors():
             # WAL: readers never wait for a writer, writers queue on the lock (busy timeout);
             # NORMAL: a power cut may lose the last commit, never corrupt the file.
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            self._wal()
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def _wal(self) -> None:
+        """Switch the file to WAL once (the mode is kept in the file). The switch needs the file to
+        itself, and SQLite answers "database is locked" at once, without its busy timeout, while
+        another process reads it: several processes opening a new store at the same moment retry
+        until the first one's switch is done."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(WAL_RETRY_S)
 
     def _tables(self) -> list[str]:
         return [r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
@@ -369,9 +387,20 @@ def open_store(spec: str | Path = DEFAULT_PATH) -> Store:
     """The store at SPEC: a file path (SQLite; created with its folder when missing) or a
     postgresql:// URL (psycopg 3 needed; the tables are created on first use)."""
     text = str(spec)
-    if re.match(r"^postgres(ql)?://", text):
+    if is_url(text):
+        if not re.match(r"^postgres(ql)?://", text):
+            scheme = text.split(":", 1)[0]
+            raise HistoryError(
+                f"{scheme}://...: not a history store (a SQLite file path or a postgresql:// URL)"
+            )
         return Store(Postgres(text))
     return Store(Sqlite(Path(text)))
+
+
+def is_url(spec: str) -> bool:
+    """Is SPEC a URL (`scheme://...`) rather than a file path? Only postgresql:// opens; any other
+    scheme is refused, never taken for a relative path (mysql://h/db would create ./mysql:/h/db)."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", spec) is not None
 
 
 class Store:
@@ -394,7 +423,7 @@ class Store:
     # --- adding ---
 
     def add(self, folder: Path, *, branch: str | None = None, testbed: str | None = None) -> bool:
-        """Add the run in FOLDER; False when the store already holds it (runfolder.read_run says
+        """Add the run in FOLDER; False when the store already holds it (record.read_run says
         what BRANCH and TESTBED default to)."""
         return self.add_runs([_read(folder, branch, testbed)])[0]
 

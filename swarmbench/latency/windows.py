@@ -244,6 +244,7 @@ class Windows:
     def __init__(self) -> None:
         self.piles: dict[int, list[Filed]] = {}  # open windows (and late pieces of sealed ones)
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
+        self.summary: dict[int, dict[str, dict[str, Any]]] = {}  # window -> kind -> its Aggregated row
         self.failures: Counter[WindowKey] = Counter()  # of the sealed windows
         self.run: dict[Key, list[int]] = {}  # the sealed windows added up: counts per bucket index
         self.newest = -1
@@ -350,9 +351,13 @@ class Windows:
                 counted[key].update(counts)
             else:
                 counted[key] = counts
+        rows = list(self._rows(window, counted))
         buffer = io.StringIO()
-        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in self._rows(window, counted))
+        csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in rows)
         self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
+        self.summary[window] = {
+            r["kind"]: _short(r) for r in rows if r["name"] == AGGREGATED and not r["type"]
+        }
 
     def _split(self, window: int, failures: Counter[WindowKey] | None = None) -> dict[Key, Pile]:
         """WINDOW's open entries per key (each key's indices appended to its Pile); their failures
@@ -408,6 +413,22 @@ class Windows:
         """WINDOW's histograms (hdrh's), each key's pieces added up."""
         return {key: from_buckets(counts) for key, counts in self._counts(window).items()}
 
+    def series(self, kind: str = "service") -> list[dict[str, Any]]:
+        """Window by window, the Aggregated row of KIND (every request name): window_s, count,
+        failures, percentiles and max, the numbers locust_latency_windows.csv holds (the web UI's
+        chart). Sealed windows from what sealing made; open ones counted now (nothing sealed)."""
+        out = {w: rows[kind] for w, rows in self.summary.items() if kind in rows and w not in self.piles}
+        for window in self.piles:
+            failures: Counter[WindowKey] = Counter({k: n for k, n in self.failures.items() if k[0] == window})
+            counted = self._sealed_counts(window)
+            for key, pile in self._split(window, failures).items():
+                counted.setdefault(key, Counter()).update(pile.counts())
+            mine = {key: c for key, c in counted.items() if key[2] == kind}
+            for row in self._rows(window, mine, failures):
+                if row["name"] == AGGREGATED and not row["type"]:
+                    out[window] = _short(row)
+        return [out[w] for w in sorted(out)]
+
     def totals(self) -> LatencyBook:
         """The whole run per (type, name, kind): the sealed windows' sum plus the open ones'
         entries (exact: counts add losslessly). Nothing is sealed by asking."""
@@ -440,14 +461,18 @@ class Windows:
         for window in sorted(self.sealed):
             yield from self.sealed[window]
 
-    def _rows(self, window: int, counted: dict[Key, Counter[int]]) -> Iterator[dict[str, Any]]:
+    def _rows(
+        self, window: int, counted: dict[Key, Counter[int]], failed: Counter[WindowKey] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """WINDOW's rows: each key's from its non-empty buckets, sorted; then each kind's Aggregated
-        row from the same buckets (summed_percentiles: its keys are never added up)."""
+        row from the same buckets (summed_percentiles: its keys are never added up). FAILED: the
+        failures counted (the sealed windows' when not given)."""
+        failed = self.failures if failed is None else failed
         parts: dict[str, list[tuple[list[int], list[int]]]] = {}
         fails: Counter[str] = Counter()
         for key in sorted((k for k in counted if counted[k]), key=lambda k: (k[1], k[0], _kind_order(k[2]))):
             request_type, name, kind = key
-            failures = self.failures[(window, request_type, name, kind)]
+            failures = failed[(window, request_type, name, kind)]
             indices = sorted(counted[key])
             counts = list(map(counted[key].__getitem__, indices))
             yield bucket_row(window, key, indices, counts, failures)
@@ -547,6 +572,11 @@ def bucket_row(
     row.update(bucket_columns(indices, counts, WINDOW_PERCENTILES))
     row["hdr"] = histogram.encode_buckets(indices, counts) if encoded else ""
     return row
+
+
+def _short(row: dict[str, Any]) -> dict[str, Any]:
+    """A window row without its key columns and histogram: what a chart draws."""
+    return {k: v for k, v in row.items() if k not in ("type", "name", "kind", "hdr")}
 
 
 def _kind_order(kind: str) -> int:

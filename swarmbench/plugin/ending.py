@@ -116,8 +116,8 @@ FINAL_STATS_GRACE_S = 5.0
 them (a worker that died without a word is usually seen missing sooner, by its heartbeats)."""
 
 WRITE_RESERVE_S = 8.0
-"""Of the container's stop grace period, the part kept for writing the folder (report.html renders
-every stats row) after the waiting ends."""
+"""Of the container's stop grace period, the part kept for writing the folder (Locust's report renders
+every stats row, the run page reads the latency files) after the waiting ends."""
 
 STOP_GRACE_ENV = "SWARMBENCH_STOP_GRACE"
 """Seconds the container gets between its stop signal and SIGKILL (compose's stop_grace_period,

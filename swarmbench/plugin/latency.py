@@ -1,24 +1,5 @@
 """Exact latency for every run, inside Locust: HDR histograms per request and 1 s window, shipped to
-the master and merged, and shown in the web UI while the run goes.
-
-The web UI's exact latency while a run goes: a tab in Locust's own UI, and a page of its own.
-
-Locust's table (/stats/requests) shows its rounded percentiles (106 ms reads 110). The run's HDR
-histograms (plugin/latency.py) hold the exact ones, per request name and Aggregated, so the UI shows
-those too, as the run goes:
-
-    tab    "Exact latency" in Locust's UI, beside Statistics. Locust 2.x's React UI takes
-           `extended_tabs`/`extended_tables` in its template args and draws a tab's rows from
-           `extended_stats` in the /stats/requests answer it polls every 2 s; this module adds
-           them (Flask after_request). No template or JavaScript of ours: Locust keeps drawing it.
-    page   /swarmbench/latency (HTML, refreshes itself every REFRESH_S) and
-           /swarmbench/latency.json, for a script, a curl or a second screen.
-
-Both read Latency.live_totals(): recomputed only when a worker's report came in since the last
-answer, so a UI left open costs the master little. The master (or a standalone process) only:
-workers have no UI.
-
-Exact latency for every run: HDR histograms per request and 1-second window (swarmbench/latency/windows.py).
+the master and merged, and shown in the web UI while the run goes (plugin/latency_ui.py).
 
 Locust rounds every response time to 2 significant digits before it counts it (106 ms is filed as
 110), so its percentiles are bucket edges. Here every request's time is counted again, exactly
@@ -32,7 +13,8 @@ Who does what:
                   last one (deltas) under REPORT_KEY
     master        at the test start tells every worker (and any that connects later) the start's
                   time (MESSAGE): all generators count windows from the same instant, run.json's
-                  `started_at`; it files the reports' windows; at the end the thresholds read the
+                  `started_at`; it files the reports' windows (latency/windows.py); at the end the
+                  thresholds read the
                   run's totals, and the folder gets locust_latency_hdr.csv/.json,
                   locust_latency_windows.csv and run.json's `latency`
     standalone    both roles in one process, without messages
@@ -48,18 +30,15 @@ Who does what:
 
 from __future__ import annotations
 
-import html
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from flask import Response, jsonify, request
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import folder
-from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError
 from swarmbench.core.manifest import ExactLatency
 from swarmbench.latency.histogram import (
@@ -67,121 +46,11 @@ from swarmbench.latency.histogram import (
     SIGNIFICANT_FIGURES,
     LatencyBook,
     Timeline,
-    percentile_values,
 )
 from swarmbench.latency.recorder import Recorder
 from swarmbench.latency.windows import WINDOW_S, WIRE_VERSION, Shipment, Windows, rebase, window_of
+from swarmbench.plugin.latency_ui import install
 from swarmbench.plugin.lifecycle import Run
-
-# --- the web UI's tab -----------------------------------------------------------------------------
-
-TAB_KEY = "swarmbench-latency"
-"""The tab's key: Locust matches a tab, its table and its rows by it (and shows it in the URL)."""
-
-PAGE = "/swarmbench/latency"
-REFRESH_S = 2
-"""The page's refresh: Locust's own UI polls its stats every 2 s, so both move together."""
-
-COLUMNS = (
-    ("name", "Name"),
-    ("type", "Type"),
-    ("count", "# Requests"),
-    ("p50", "50%ile (ms)"),
-    ("p95", "95%ile (ms)"),
-    ("p99", "99%ile (ms)"),
-    ("max", "Max (ms)"),
-)
-"""The tab's and the page's columns (keys without underscores: Locust's UI camel-cases keys)."""
-
-PERCENTILES = (50.0, 95.0, 99.0)
-
-
-def rows(book: LatencyBook) -> list[dict[str, Any]]:
-    """Service time per (type, name), sorted by name, then Aggregated: count, p50/p95/p99, max (ms)."""
-    keys = sorted((k for k in book.hists if k[2] == "service"), key=lambda k: (k[1], k[0]))
-    out = [
-        _row(name, request_type, book.hists[(request_type, name, "service")])
-        for request_type, name, _ in keys
-    ]
-    total = book.aggregated("service")
-    if total.get_total_count():
-        out.append(_row(AGGREGATED, "", total))
-    return [r for r in out if r["count"]]
-
-
-def _row(name: str, request_type: str, hist: Any) -> dict[str, Any]:
-    count = hist.get_total_count()
-    values = percentile_values(hist, PERCENTILES) if count else {}
-    row: dict[str, Any] = {"name": name, "type": request_type, "count": count}
-    for p in PERCENTILES:
-        row[f"p{p:g}"] = round(values[p] / 1000, 3) if p in values else None
-    row["max"] = round(hist.get_max_value() / 1000, 3) if count else None
-    return row
-
-
-def snapshot(latency: Any) -> dict[str, Any]:
-    """What the JSON answer holds: whether recording is on, the start windows count from, rows."""
-    if not latency.enabled:
-        return {"enabled": False, "source": "rounded", "rows": []}
-    return {
-        "enabled": True,
-        "source": "exact",
-        "window_s": WINDOW_S,
-        "t0": latency.t0,
-        "rows": rows(latency.live_totals()),
-    }
-
-
-def install(web_ui: Any, latency: Any) -> None:
-    """The tab in Locust's UI (when recording is on) and the page's routes (the page says it is off)."""
-    if latency.enabled:
-        web_ui.template_args["extended_tabs"] = [{"title": "Exact latency", "key": TAB_KEY}]
-        web_ui.template_args["extended_tables"] = [
-            {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
-        ]
-    app = web_ui.app
-
-    @app.after_request
-    def extend_stats(response: Response) -> Response:
-        if request.path.endswith("/stats/requests") and response.is_json and latency.enabled:
-            data = response.get_json()
-            data["extended_stats"] = [{"key": TAB_KEY, "data": rows(latency.live_totals())}]
-            response.set_data(jsonify(data).get_data())
-        return response
-
-    @app.route(PAGE + ".json")
-    @web_ui.auth_required_if_enabled
-    def latency_json() -> Response:
-        return jsonify(snapshot(latency))
-
-    @app.route(PAGE)
-    @web_ui.auth_required_if_enabled
-    def latency_page() -> Response:
-        return Response(page(snapshot(latency)), mimetype="text/html")
-
-
-def page(data: dict[str, Any]) -> str:
-    head = "".join(f"<th>{html.escape(title)}</th>" for _key, title in COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(r[key]))}</td>" for key, _title in COLUMNS) + "</tr>"
-        for r in data["rows"]
-    )
-    if not data["enabled"]:
-        note = "Exact latency recording is off (--no-exact-latency): Locust's own table is rounded."
-    else:
-        note = "Exact (HDR histograms, 3 significant digits) since the run's start, service time."
-    return (
-        f'<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{REFRESH_S}">'
-        "<title>Swarmbench: exact latency</title><style>body{font-family:sans-serif}"
-        "td,th{padding:2px 10px;text-align:right}td:first-child,th:first-child{text-align:left}</style>"
-        f"</head><body><h3>Exact latency</h3><p>{html.escape(note)}</p>"
-        f"<table><tr>{head}</tr>{body}</table></body></html>"
-    )
-
-
-def _cell(value: Any) -> str:
-    return "" if value is None else str(value)
-
 
 # --- recording, shipping, merging -----------------------------------------------------------------
 
@@ -227,6 +96,8 @@ class Latency:
         self.t0_from_master = False
         self.started = False
         self._live: tuple[tuple[int, int], LatencyBook] | None = None
+        self._series: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+        self.shown: tuple[LatencyBook, list[dict[str, Any]]] | None = None  # a finished web-UI run's
         self.enabled = True  # --exact-latency (options.py); off: nothing recorded, thresholds rounded
         self._totals: LatencyBook | None = None
         self.refused: set[str] = set()  # workers whose windows are of another wire version (said once)
@@ -277,6 +148,7 @@ class Latency:
     def _restart(self) -> None:
         run = self.plugin.run
         t0 = run.started_at.timestamp() if run is not None and run.started_at else time.time()
+        self.shown = None  # the UI shows this test now, not the last one's final numbers
         self._move_t0(t0)  # standalone: what this process has not filed yet counts from the new start
         self.reset()
         self.started = True
@@ -395,6 +267,25 @@ class Latency:
             self._live = ((id(self.windows), self.windows.version), self.windows.totals())
         return self._live[1]
 
+    def live_series(self) -> list[dict[str, Any]]:
+        """Per window so far, every request's service time together (the web UI's chart), cached as
+        live_totals() is."""
+        self.collect_local()
+        key = (id(self.windows), self.windows.version)
+        if self._series is None or self._series[0] != key:
+            self._series = (key, self.windows.series("service"))
+        return self._series[1]
+
+    def ui_totals(self) -> LatencyBook:
+        """The web UI's table: the run so far; after a web-UI run ended, until the next test starts,
+        that run's final numbers (its folder's), not the empty windows of the next."""
+        return self.shown[0] if self.shown is not None and not self.windows else self.live_totals()
+
+    def ui_series(self) -> list[dict[str, Any]]:
+        """The web UI's chart, per window, as ui_totals() chooses (asked only by the chart: a table
+        poll does not pay for it)."""
+        return self.shown[1] if self.shown is not None and not self.windows else self.live_series()
+
     def write(self, run: Run) -> None:
         """The run's latency files and run.json's `latency` (before run.json is written), then start
         over (a web-UI run's next folder). Off: neither (the folder is like one from before them)."""
@@ -416,12 +307,14 @@ class Latency:
             book.write_csv(run.run_dir / folder.LATENCY_HDR_CSV)
             folder.write_json_atomic(run.run_dir / folder.LATENCY_HDR_JSON, book.to_json())
             self.windows.write_csv(run.run_dir / folder.LATENCY_WINDOWS_CSV)
+        self.shown = (book, self.windows.series("service"))
         self.reset()
 
     def reset(self) -> None:
         """A new set of windows; the live tab's cache goes with the old one (it is keyed by the
         Windows object's id, which a new object may reuse)."""
-        self.windows, self.timeline, self._totals, self._live = Windows(), Timeline(), None, None
+        self.windows, self.timeline, self._totals = Windows(), Timeline(), None
+        self._live = self._series = None
 
 
 def switched_on(opts: Any, is_worker: bool) -> bool:

@@ -65,6 +65,7 @@ from swarmbench.core.manifest import (
     run_exit_code,
     this_testbed,
 )
+from swarmbench.page import run as run_page
 from swarmbench.plugin import ending, generator
 from swarmbench.plugin.options import die
 
@@ -352,7 +353,7 @@ def worker_cpu_report(run: Run, client_id: str, report: dict) -> None:
         series.limit, series.limit_sent = CpuLimit.from_json(limit, f"worker {client_id}'s report"), limit
 
 
-# --- the end: status, exit code, final CSVs, report.html and run.json ----------------------------
+# --- the end: status, exit code, final CSVs, the reports and run.json -----------------------------
 
 
 def conclude(run: Run) -> str:
@@ -390,8 +391,9 @@ def settle_exit_code(run: Run, allow_degraded: bool) -> None:
 
 
 def finish(run: Run, exit_code: int | None) -> None:
-    """Stop the samplers, write the final CSVs and report.html, then run.json (last: its presence
-    means the rest is there). EXIT_CODE: the process's, None for a web-UI run (the process goes on)."""
+    """Stop the samplers, write the final CSVs, Locust's report and the run page, then run.json (last:
+    its presence means the rest is there). EXIT_CODE: the process's, None for a web-UI run (the
+    process goes on)."""
     if run.finished:
         return
     run.finished = True
@@ -407,17 +409,30 @@ def finish(run: Run, exit_code: int | None) -> None:
     if run.run_dir:
         write_report(run)
         fill_manifest(run, exit_code)
+        write_page(run)
         folder.write_json_atomic(run.run_dir / folder.MANIFEST, run.manifest.to_json())
-        logger.info("Results saved to %s/", run.run_dir)
+        logger.info("Results saved to %s/ (the run page: %s)", run.run_dir, run.run_dir / folder.REPORT_HTML)
 
 
 def write_report(run: Run) -> None:
-    """Locust's own HTML report, rendered from the final stats (after the workers' last reports)."""
+    """Locust's own HTML report, rendered from the final stats (after the workers' last reports), as
+    locust_report.html: report.html is the run page."""
     assert run.run_dir is not None
-    path = run.run_dir / folder.REPORT_HTML
+    path = run.run_dir / folder.LOCUST_REPORT_HTML
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(get_html_report(run.env, show_download_link=False), encoding="utf-8")
     tmp.replace(path)
+
+
+def write_page(run: Run) -> None:
+    """The run page (report.html) from the folder as written so far and run.json's content, which is
+    written right after it. A page that cannot be made is logged, never the end of the record: the
+    folder and run.json are what a run must leave."""
+    assert run.run_dir is not None
+    try:
+        run_page.write(run.run_dir, run.manifest)
+    except Exception:  # noqa: BLE001 -- a bug in the page must not cost the run its run.json
+        logger.exception("The run page %s could not be written", run.run_dir / folder.REPORT_HTML)
 
 
 def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:

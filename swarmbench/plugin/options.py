@@ -98,7 +98,7 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
         env_var="LOCUST_RESULTS_DIR",
         default=DEFAULT_RESULTS_DIR,
         help=(
-            "Headless runs save CSVs, report.html and run.json to RESULTS_DIR/<run-id>/. "
+            "Headless runs save CSVs, the run page report.html and run.json to RESULTS_DIR/<run-id>/. "
             "Set to an empty string to save nothing. Default: 'results'."
         ),
     )

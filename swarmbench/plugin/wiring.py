@@ -34,7 +34,8 @@ Locust calls the listeners of one event in registration order, and the order mat
                               lag probe (generator.py); every process: our SIGINT/SIGTERM handlers
                               (ending.py); exact latency (latency.py) counts windows from the
                               run's start, which the master sends the workers; pacing counts from
-                              zero
+                              zero; a headless run's live status for the host runner
+                              (live.py), every 2 s until its folder is written (then removed)
     worker_connect            (master) a late worker gets the start's time too
     spawning_complete         open model: the pool is there, the schedule starts; event "users
                               spawned" (health.py); --reset-stats: exact latency drops what it
@@ -52,9 +53,9 @@ Locust calls the listeners of one event in registration order, and the order mat
     quitting                  open model: the summed counts and run.json's open_model;
                               thresholds on the final stats and exact latency, then the run's
                               status and the exit code (health.py, core/exits.py)
-    quit                      final CSVs, latency files, report.html and run.json; any secret
-                              header value scrubbed from the folder (headers.py); the thresholds' verdict and
-                              (unless complete) the run's status printed last"""
+    quit                      final CSVs, latency files, Locust's report, the run page and run.json;
+                              any secret header value scrubbed from the folder (headers.py); the
+                              thresholds' verdict and (unless complete) the run's status printed last"""
 
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ from swarmbench.core.manifest import HEADLESS, RUN_END, STATS_RESET, UI, USERS_S
 from swarmbench.plugin import checks, ending, generator, lifecycle, openmodel, options, pacing
 from swarmbench.plugin.latency import Latency
 from swarmbench.plugin.lifecycle import Run
+from swarmbench.plugin.live import Live
 from swarmbench.plugin.options import die
 
 # --- web-UI runs are runs -------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def begin_ui_run(environment: Environment) -> Run:
 
 
 def end_ui_run(run: Run, plugin: Any, reason: str | None = None) -> None:
-    """The UI test ended: thresholds, then the folder (CSVs, report.html, run.json). At the test's
+    """The UI test ended: thresholds, then the folder (CSVs, the reports, run.json). At the test's
     end the workers' final reports are in (ending.Closer waits for their goodbyes first)."""
     run.health.closing = True
     if reason:  # the test goes on: reports still in flight belong to the next folder
@@ -133,6 +135,7 @@ class Swarmbench:
         self.signals = ending.Signals(self.on_signal)
         self.open_model = openmodel.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
+        self.live = Live(self)  # a headless run's live status for the host runner (plugin/live.py)
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
         self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
@@ -141,13 +144,19 @@ class Swarmbench:
     def register(self, events: Any = locust_events) -> None:
         """Every listener of the plugin, event by event, in the order Locust calls them (the module
         docstring says why each comes where it does)."""
-        om, pace, lat = self.open_model, self.pacing, self.latency
+        om, pace, lat, live = self.open_model, self.pacing, self.latency, self.live
         order = (
             (events.init_command_line_parser, (options.add_options,)),
             (events.init, (om.on_init, self.on_init, pace.on_init, lat.on_init)),
             (
                 events.test_start,
-                (om.on_test_start, self.on_test_start, lat.on_test_start, pace.on_test_start),
+                (
+                    om.on_test_start,
+                    self.on_test_start,
+                    lat.on_test_start,
+                    pace.on_test_start,
+                    live.on_test_start,
+                ),
             ),
             (events.worker_connect, (lat.on_worker_connect,)),
             (
@@ -381,6 +390,7 @@ class Swarmbench:
 
     def write_run(self, run: Run, exit_code: int | None) -> None:
         """The run's folder, complete (a headless run at quit, a web-UI run at its stop)."""
+        self.live.stop(run)  # the test is over: no more live status (nor a stale one left)
         run.manifest.pacing = self.pacing.manifest()  # before finish(): the verdict reads it
         if self.lag_probe.greenlet is not None and run.started_at is not None:  # a standalone runner
             run.lag.record("local", self.lag_probe.report(), run.health.elapsed())

@@ -95,18 +95,22 @@ def out_dir(run_dir: Path, baseline: Path | str | None = None) -> Path:
     return run_dir.parent / f"{run_dir.name}{HISTORY_SUFFIX if baseline == HISTORY else SUFFIX}"
 
 
-def compare_with_baseline(run_dir: Path, baseline: Path | str, run_code: int = exits.OK) -> int:
+def compare_with_baseline(
+    run_dir: Path, baseline: Path | str, run_code: int = exits.OK, store: str | None = None
+) -> int:
     """Compare the finished RUN_DIR with BASELINE into out_dir(RUN_DIR); the build's exit code: the
     run's own when it is not 0 (a failed or broken run is reported as such; its numbers are not a
-    measurement to judge), else the comparison's (3 regressed, 0, 2 bad input)."""
+    measurement to judge), else the comparison's (3 regressed, 0, 2 bad input). STORE: the history
+    store of BASELINE=history (None: the comparison's own default)."""
     if run_code not in exits.MEASURED:
         print(
             f"swarmbench: the run exited {run_code}: not compared with {display(baseline)}", file=sys.stderr
         )
         return run_code
     out = out_dir(run_dir, baseline)
-    if baseline == HISTORY:  # the store: SWARMBENCH_HISTORY, else results/history.sqlite
-        cmd = [*SWARMBENCH, "compare", str(run_dir), "--history", "-o", str(out)]
+    if baseline == HISTORY:
+        where = ["--history", store] if store else ["--history"]
+        cmd = [*SWARMBENCH, "compare", *where, str(run_dir), "-o", str(out)]
     else:
         cmd = [*SWARMBENCH, "compare", str(baseline), str(run_dir), "-o", str(out)]
     what = "the run history" if baseline == HISTORY else display(Path(baseline))
@@ -124,10 +128,11 @@ def run_with_baseline(
     chosen: Headless,
     baseline: Path | str | None,
     record: str | None = None,
+    store: str | None = None,
 ) -> int:
-    """RUN (compose or swarm) the headless run, then compare the folder it made with BASELINE, then
-    (RECORD: a history store) add it to the history: after the gate, so a run is never its own
-    baseline."""
+    """RUN (compose or swarm) the headless run, then compare the folder it made with BASELINE (STORE:
+    the history store of BASELINE=history), then (RECORD: a history store) add it to the history:
+    after the gate, so a run is never its own baseline."""
     if baseline is None and record is None:
         return run(chosen)
     results = results_dir(chosen.environ)
@@ -138,7 +143,7 @@ def run_with_baseline(
         print("swarmbench: no run folder was written: nothing compared or recorded", file=sys.stderr)
         return code or exits.RUN_FAILED
     if baseline is not None:
-        code = compare_with_baseline(made[-1].parent, baseline, code)
+        code = compare_with_baseline(made[-1].parent, baseline, code, store)
     if record is not None:
         record_runs([m.parent for m in made], record)
     return code

@@ -16,7 +16,8 @@ from swarmbench.core import exits
 from swarmbench.core.exits import UsageError
 from swarmbench.core.folder import MANIFEST
 from swarmbench.core.manifest import git_branch, git_commit
-from swarmbench.runner.settings import ROOT, Headless, display, results_dir
+from swarmbench.runner.settings import ROOT, Headless, results_dir
+from swarmbench.runner.terminal import Console
 
 COMPOSE_FILES = ("docker-compose.yml", "compose/headless.yml")
 STAGING_FILE = "compose/staging.yml"
@@ -187,45 +188,51 @@ def run_up(settings: Headless) -> int:
         return exits.INTERRUPTED_SIGINT
 
 
-def run_headless(settings: Headless) -> int:
-    """One headless run; returns Locust's exit code (the master's)."""
+def run_headless(settings: Headless, verbose: bool = False) -> int:
+    """One headless run; returns Locust's exit code (the master's). The terminal shows a progress
+    line and, last, the run's summary; the containers' logs go to the run folder (runner/terminal.py),
+    and to the terminal too when VERBOSE."""
     check_docker()
     env, results = stack_env(settings)
     files = compose_files(settings)
-    before = run_folders(results)
-    with interruptible():
+    console = Console(results, verbose)
+    with interruptible(), console:
         try:
-            code = _up_and_wait(settings.workers, env, files)
+            code = _up_and_wait(settings.workers, env, files, console)
         except Interrupted as e:  # before the master ran (building, starting): nothing to save
             code = exits.interrupted(e.signum)
         finally:
             for s in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(s, signal.SIG_IGN)  # the stack comes down whatever happens next
+            console.phase("taking the stack down")
             _compose(env, files, "down", "--remove-orphans", "--timeout", "10", quiet=True)
-    for manifest in sorted(run_folders(results) - before):
-        print(f"swarmbench: results in {display(manifest.parent)}/", flush=True)
+    console.finish(code)
     return code
 
 
-def _up_and_wait(workers: int, env: dict[str, str], files: tuple[str, ...]) -> int:
-    """Start detached, follow the master's and workers' logs, return the master's exit code.
+def _up_and_wait(workers: int, env: dict[str, str], files: tuple[str, ...], console: Console) -> int:
+    """Start detached, follow the master's and workers' logs (into CONSOLE's log), return the
+    master's exit code.
 
     Not `up --exit-code-from master`: that stops every container as soon as ANY exits, and the
     workers exit first by design (they quit, then the master writes the results), so the master
     would be killed while writing them.
     """
-    up = _compose(env, files, "up", "--build", "--detach", "--quiet-pull", "--scale", f"worker={workers}")
+    console.phase("building the images (first run: minutes) and starting the stack")
+    up = console.run(
+        compose_cmd("up", "--build", "--detach", "--quiet-pull", "--scale", f"worker={workers}", files=files),
+        env,
+    )
     if up != 0:
         return up
-    logs = subprocess.Popen(
-        compose_cmd("logs", "--follow", "--no-color", "master", "worker", files=files), env=env
-    )
+    console.phase(f"waiting for the master and its {workers} worker{'s' if workers != 1 else ''}")
+    logs = console.start(compose_cmd("logs", "--follow", "--no-color", "master", "worker", files=files), env)
     try:
         code = _master_exit_code(env, files)
     except Interrupted as e:
         # SIGTERM the master: it collects its workers' final stats, saves the run as
         # "interrupted", and exits; then we exit 130 (Ctrl-C) or 143 (SIGTERM) ourselves.
-        print("swarmbench: interrupted; stopping the run and saving it", file=sys.stderr, flush=True)
+        console.say("swarmbench: interrupted; stopping the run and saving it", err=True)
         _compose(env, files, "stop", "--timeout", str(MASTER_STOP_TIMEOUT_S), "master", quiet=True)
         code = exits.interrupted(e.signum)
     # Workers normally quit before the master; after a master that failed to start they keep

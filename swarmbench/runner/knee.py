@@ -12,7 +12,6 @@ is the run's. --local (LOCAL=1) runs the Go target, a master and WORKERS workers
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
@@ -24,6 +23,7 @@ from swarmbench.runner import compose, settings
 from swarmbench.runner.points import LocalRunner, SweepSettings, _PointError
 from swarmbench.runner.settings import results_dir
 from swarmbench.runner.sweep import knee_bound, make_report
+from swarmbench.runner.terminal import Console, verbose
 
 DEFAULT_STEPS = "10 20 20 130"
 """10 to 130 users in steps of 20, 20 s each: 7 steps, about 2.5 minutes."""
@@ -94,16 +94,18 @@ def run_knee(
     env = knee_env(environ, steps, rates)
     bound = knee_bound(env) if env.get("LOCUST_ARRIVAL_RATE") else None  # open model: the report's knee bound
     local = local or settings.flag(env, "LOCAL")
-    code = _run_local(env) if local else compose.run_headless(settings.headless_from_env(env))
+    shown = verbose(None, env)  # SWARMBENCH_VERBOSE: the run's own output as well as its progress line
+    code = _run_local(env, shown) if local else compose.run_headless(settings.headless_from_env(env), shown)
     run_dir = results_dir(env) / env["LOCUST_RUN_ID"]
     if run_dir.is_dir():
         make_report(run_dir, run_dir / "analysis", f"Swarmbench knee {run_dir.name}", knee_p99_ms=bound)
     return code
 
 
-def _run_local(env: dict[str, str]) -> int:
+def _run_local(env: dict[str, str], shown: bool = False) -> int:
     """The knee's run as local processes (the sweep's LocalRunner: target, master, WORKERS workers),
-    its output on stderr."""
+    shown as compose's run is (runner/terminal.py): a progress line, their output in the run
+    folder's log (and printed when SHOWN), the summary last."""
     workers = settings.positive_int("WORKERS", env.get("WORKERS") or "1")
     users = settings.positive_int("LOCUST_USERS", env.get("LOCUST_USERS") or "50")
     run_id, cls = env["LOCUST_RUN_ID"], env["LOCUST_USER_CLASSES"]
@@ -111,16 +113,21 @@ def _run_local(env: dict[str, str]) -> int:
     s = SweepSettings(run_id, (workers,), (cls,), 1, run_time, users, STRONG, None, local=True)
     runner = LocalRunner(s, results_dir(env), env)
     runner.setup()
-    try:
-        runner.start(SweepPoint(run_id, 1, workers, cls, users), env, sys.stderr)
-        code = runner.wait(settings.timespan_seconds("LOCUST_RUN_TIME", run_time) + LOCAL_GRACE_S)
-        return 1 if code is None else code
-    except _PointError as e:
-        print(f"swarmbench knee: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        runner.stop()
-        return exits.INTERRUPTED_SIGINT
-    finally:
-        runner.kill()
-        runner.cleanup()
+    console = Console(results_dir(env), shown)
+    with console:
+        try:
+            with console.sink() as log:
+                runner.start(SweepPoint(run_id, 1, workers, cls, users), env, log)
+            code = runner.wait(settings.timespan_seconds("LOCUST_RUN_TIME", run_time) + LOCAL_GRACE_S)
+            code = 1 if code is None else code
+        except _PointError as e:
+            console.say(f"swarmbench knee: {e}", err=True)
+            code = 1
+        except KeyboardInterrupt:
+            runner.stop()
+            code = exits.INTERRUPTED_SIGINT
+        finally:
+            runner.kill()
+            runner.cleanup()
+    console.finish(code)
+    return code

@@ -53,6 +53,7 @@ from swarmbench.core.manifest import RUN_END, RunManifest, git_branch, git_commi
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
 from swarmbench.runner.settings import ROOT, SWARMBENCH
+from swarmbench.runner.terminal import VERBOSE_ENV
 
 # --- loopback helpers for local processes ---------------------------------------------------------
 
@@ -431,6 +432,7 @@ class ComposeRunner(PointRunner):
 
     def start(self, p: Point, env: dict[str, str], log) -> None:
         env["SWARMBENCH_RESULTS"] = str(self.sweep_dir)
+        env[VERBOSE_ENV] = "1"  # the point's log keeps the containers' lines (the reason of a failed point)
         cmd = [*SWARMBENCH, "headless", *self.headless_args]
         self.procs = [_spawn(cmd, env, log)]
 

@@ -27,6 +27,7 @@ from swarmbench.core.folder import write_json_atomic
 from swarmbench.core.manifest import Node, Nodes, RunManifest
 from swarmbench.runner.compose import COMPOSE_FILES, check_docker, compose_cmd, run_folders, stack_env
 from swarmbench.runner.settings import ROOT, Headless, display, timespan_seconds
+from swarmbench.runner.terminal import Console
 
 STACK_FILE = "compose/swarm.yml"
 TARGET_FILE = "compose/swarm-target.yml"
@@ -155,14 +156,20 @@ def stack_files(settings: Headless) -> list[str]:
     return files
 
 
-def build_images(env: dict[str, str], staging: bool) -> None:
+def build_images(env: dict[str, str], staging: bool, console: Console | None = None) -> None:
     """Build the images with compose (swarm ignores `build`); with SWARMBENCH_REGISTRY, tag and push
-    them there so every node can pull them."""
+    them there so every node can pull them. CONSOLE: a run's terminal, whose log takes the output
+    (else it is printed)."""
     services = ["master"] if staging else ["master", "target"]
     files = COMPOSE_FILES[:1]
-    build = subprocess.run(compose_cmd("build", "--quiet", *services, files=files), env=env)
-    if build.returncode != 0:
-        raise SwarmError("building the images failed (see above)")
+    build = compose_cmd("build", "--quiet", *services, files=files)
+    if console is None:
+        if subprocess.run(build, env=env).returncode != 0:
+            raise SwarmError("building the images failed (see above)")
+    else:
+        console.phase("building the images")
+        if console.run(build, env) != 0:
+            raise SwarmError(f"building the images failed (its output: {display(console.log_path)})")
     prefix = env["SWARMBENCH_IMAGE_PREFIX"]
     if not prefix:
         return
@@ -171,7 +178,10 @@ def build_images(env: dict[str, str], staging: bool) -> None:
     )
     for image in sorted(set(out.stdout.split())):
         docker("tag", image, prefix + image)
-        print(f"swarmbench: pushing {prefix}{image}", flush=True)
+        if console is None:
+            print(f"swarmbench: pushing {prefix}{image}", flush=True)
+        else:
+            console.phase(f"pushing {prefix}{image}")
         docker("push", "--quiet", prefix + image)
 
 
@@ -302,34 +312,38 @@ def record(manifest_path: Path, nodes: Nodes) -> None:
 # --- the run ---------------------------------------------------------------------------------------
 
 
-def run_swarm(settings: Headless) -> int:
-    """One headless run on the swarm; returns Locust's exit code (the master's)."""
+def run_swarm(settings: Headless, verbose: bool = False) -> int:
+    """One headless run on the swarm; returns Locust's exit code (the master's). The terminal is
+    compose's (runner/terminal.py): a progress line, the master's log in the run folder (and shown
+    when VERBOSE), the summary last."""
     env = swarm_env(settings.environ)
     stack = env["SWARMBENCH_STACK"]
     check_swarm(stack)
     env, results = stack_env(settings, env)
-    try:
-        build_images(env, settings.staging)
-    except SwarmError as e:
-        raise UsageError(str(e)) from None
     before = run_folders(results)
-    env["SWARMBENCH_ENV_FILE"] = write_env_file(env)
-    try:
-        code, seen = _deploy_and_follow(stack, env, stack_files(settings), settings)
-    finally:
-        os.unlink(env["SWARMBENCH_ENV_FILE"])
+    console = Console(results, verbose)
+    with console:
+        try:
+            build_images(env, settings.staging, console)
+        except SwarmError as e:
+            raise UsageError(str(e)) from None
+        env["SWARMBENCH_ENV_FILE"] = write_env_file(env)
+        try:
+            code, seen = _deploy_and_follow(stack, env, stack_files(settings), settings, console)
+        finally:
+            os.unlink(env["SWARMBENCH_ENV_FILE"])
     nodes = placement(seen)
     for manifest in sorted(run_folders(results) - before):
         try:
             record(manifest, nodes)
         except InputError as e:  # left as the master wrote it; say so, never stop here
             print(f"swarmbench: warning: {e}: engine and nodes not recorded", file=sys.stderr)
-        print(f"swarmbench: results in {display(manifest.parent)}/", flush=True)
+    console.finish(code)
     return code
 
 
 def _deploy_and_follow(
-    stack: str, env: dict[str, str], files: list[str], settings: Headless
+    stack: str, env: dict[str, str], files: list[str], settings: Headless, console: Console
 ) -> tuple[int, list[Task]]:
     deploy = ["stack", "deploy", "--resolve-image", "never"]
     for f in files:
@@ -337,24 +351,25 @@ def _deploy_and_follow(
     seen: list[Task] = []
     logs = None
     try:
-        print(f"swarmbench: deploying stack {stack} ({settings.workers} workers)", flush=True)
+        console.phase(f"deploying stack {stack} ({settings.workers} workers)")
         docker(*deploy, stack, env=env)
-        # Its own session: Ctrl-C stops the run, not the log, so the master's last lines still show.
+        # Its own session: Ctrl-C stops the run, not the log, so the master's last lines still come.
         follow_logs = ["docker", "service", "logs", "--follow", "--raw", f"{stack}_master"]
-        logs = subprocess.Popen(follow_logs, start_new_session=True)
+        logs = console.start(follow_logs, os.environ, start_new_session=True)
         code = follow(stack, timespan_seconds("LOCUST_RUN_TIME", settings.run_time) + MAX_RUN_GRACE_S)
     except SwarmError as e:
-        print(f"swarmbench: error: {e}; removing the stack", file=sys.stderr, flush=True)
+        console.say(f"swarmbench: error: {e}; removing the stack", err=True)
         stop_master(stack)  # whatever it saved so far is written cleanly
         code = exits.CONFIG_ERROR
     except KeyboardInterrupt:
-        print("swarmbench: interrupted; stopping the run", file=sys.stderr, flush=True)
+        console.say("swarmbench: interrupted; stopping the run", err=True)
         stop_master(stack)
         code = exits.INTERRUPTED_SIGINT
     finally:
         seen = tasks(stack)
         if logs is not None:
             _drain(logs)
+        console.phase(f"removing stack {stack}")
         remove_stack(stack)
     return code, seen
 

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from swarmbench.core import bottleneck, exits
 from swarmbench.core.exits import UsageError
-from swarmbench.core.folder import ABORTED_DIR, LOGS_DIR, REPORT_DIR, utc_iso
+from swarmbench.core.folder import ABORTED_DIR, LIVE_JSON, LOGS_DIR, REPORT_DIR, utc_iso
+from swarmbench.core.live import read_live
 from swarmbench.core.loadspec import holds, parse_arrival_rate
 from swarmbench.runner import settings as S
 from swarmbench.runner.compose import prepare_results
@@ -52,6 +53,7 @@ from swarmbench.runner.points import (
     save_state,
 )
 from swarmbench.runner.settings import ROOT, SWARMBENCH, record_runs, results_dir
+from swarmbench.runner.terminal import fit
 
 # --- the progress line ----------------------------------------------------------------------------
 
@@ -69,7 +71,8 @@ def fmt_duration(seconds: float) -> str:
 
 class Progress:
     """`[3/8] w2 AlbumsFastHttpUser rep 1 · ETA 2m10s` on stderr, with a per-second countdown on a
-    terminal (one line per point otherwise, e.g. in CI logs)."""
+    terminal, followed there by the point's live status (its master's: users, req/s, failures, the
+    exact p95 so far; core/live.py); one line per point otherwise, e.g. in CI logs."""
 
     def __init__(self, total: int, run_s: float) -> None:
         self.total, self.run_s = total, run_s
@@ -83,12 +86,15 @@ class Progress:
             return sum(self.durations) / len(self.durations)
         return self.run_s + POINT_OVERHEAD_S
 
-    def start(self, index: int, point: Point, remaining_after: int) -> None:
+    def start(self, index: int, point: Point, remaining_after: int, live: Path | None = None) -> None:
+        """LIVE: where the point's master writes its live status (its run folder's LIVE_JSON)."""
         t0 = time.monotonic()
 
         def line() -> str:
             left = max(0.0, self.per_point() - (time.monotonic() - t0)) + remaining_after * self.per_point()
-            return f"[{index}/{self.total}] {point.label} · ETA {fmt_duration(left)}"
+            status = read_live(live) if live is not None and self.tty else None
+            now = f" · {status.line()}" if status is not None else ""
+            return f"[{index}/{self.total}] {point.label} · ETA {fmt_duration(left)}{now}"
 
         if not self.tty:
             print(f"swarmbench: {line()}", file=sys.stderr, flush=True)
@@ -97,9 +103,9 @@ class Progress:
 
         def tick() -> None:
             while not self._stop.wait(1.0):
-                print(f"\r\x1b[K{line()}", end="", file=sys.stderr, flush=True)
+                print(f"\r\x1b[K{fit(line())}", end="", file=sys.stderr, flush=True)
 
-        print(f"\r\x1b[K{line()}", end="", file=sys.stderr, flush=True)
+        print(f"\r\x1b[K{fit(line())}", end="", file=sys.stderr, flush=True)
         self._thread = threading.Thread(target=tick, daemon=True)
         self._thread.start()
 
@@ -255,7 +261,7 @@ def run_point(
     limit = S.timespan_seconds("RUN_TIME", s.run_time) + POINT_GRACE_S
     log_path = logs / f"{p.id}.log"
     t0 = time.monotonic()
-    progress.start(index, p, remaining_after)
+    progress.start(index, p, remaining_after, live=sweep_dir / p.id / LIVE_JSON)
     interrupted = False
     with open(log_path, "ab") as log:
         try:

@@ -1,0 +1,224 @@
+"""The history's command line end to end, each command in a process of its own as a user runs it:
+`swarmbench history add|list|import|export`, `swarmbench trend` and `swarmbench compare --history`,
+on real stores (SQLite, and PostgreSQL where the test says so) and real run folders (tests/fixtures,
+results/examples, and folders written from a synthetic history of known noise: history_runs.py).
+Bad input: one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from harness import FIXTURES, assert_one_line_error, swarmbench
+from history_runs import EXAMPLES, REPEAT_1, at_mean, folders_under, history, scaled, stored, write_folder
+
+from swarmbench.compare.trend import GATE_METHOD, GATE_MIN_RUNS
+from swarmbench.core.checks import AGGREGATED, REGRESSED
+
+LIST_KEYS = {"run_id", "started_at", "git_commit", "branch", "host", "testbed", "fingerprint", "precision",
+             "status"}  # fmt: skip
+"""`history list --json`: one object a run, these keys (docs/history.md)."""
+
+CHANGE_KEYS = {"name", "metric", "run_id", "commit", "before", "after", "change_pct", "type", "started_at",
+               "pvalue", "fingerprint", "host", "testbed"}  # fmt: skip
+"""`trend --json`: each change point's keys (the issue's seven first; docs/history.md lists them all)."""
+
+
+def ok(*args: str | Path, env: dict[str, str] | None = None) -> str:
+    res = swarmbench(*args, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res.stdout
+
+
+def listed(store: str) -> list[dict]:
+    return [json.loads(line) for line in ok("history", "list", "--json", "--history", store).splitlines()]
+
+
+def run_folders(tree: Path) -> set[Path]:
+    """Every run folder under TREE, hidden ones left out: counted here without the store's code."""
+    return {p.parent for p in tree.rglob("locust_stats.csv") if not any(part.startswith(".") for part in
+            p.relative_to(tree).parts)}  # fmt: skip
+
+
+def test_add_twice_keeps_one_and_list_says_what_is_stored(history_store: str) -> None:
+    first = ok("history", "add", REPEAT_1, "--branch", "main", "--testbed", "ci", "--history", history_store)
+    again = ok("history", "add", REPEAT_1, "--history", history_store)
+    assert first.startswith(f"added: {REPEAT_1} -> ") and again.startswith(f"already stored: {REPEAT_1} -> ")
+    (run,) = listed(history_store)
+    assert set(run) == LIST_KEYS
+    assert (run["run_id"], run["branch"], run["testbed"], run["precision"], run["status"]) == (
+        "repeat-1", "main", "ci", "exact", "complete")  # fmt: skip
+    table = ok("history", "list", "--history", history_store).splitlines()
+    assert table[0].startswith("1 run(s) in ") and "repeat-1  main  fixture  exact" in table[1]
+
+
+def test_import_backfills_old_and_new_folders(tmp_path: Path) -> None:
+    store = str(tmp_path / "h.sqlite")
+    examples = folders_under(EXAMPLES)
+    out = ok("history", "import", EXAMPLES, "--history", store)
+    assert out == f"{len(examples)} added, 0 already stored, 0 unreadable\n" and len(examples) >= 4
+    assert {r["precision"] for r in listed(store)} == {"exact"}  # recorded with HDR files
+    fixtures = run_folders(FIXTURES)
+    out = ok("history", "import", FIXTURES, "--branch", "main", "--history", store)
+    assert out == f"{len(fixtures)} added, 0 already stored, 0 unreadable\n"
+    runs = listed(store)
+    assert len(runs) == len(examples) + len(fixtures)
+    exact = {r["run_id"] for r in runs if r["precision"] == "exact"}
+    assert {"repeat-1", "repeat-2", "step"} <= exact
+    assert {r["branch"] for r in runs if r["run_id"] == "repeat-1"} == {"main"}
+    again = ok("history", "import", FIXTURES, "--history", store)
+    assert again == f"0 added, {len(fixtures)} already stored, 0 unreadable\n"
+
+
+def test_export_writes_otavas_csv_of_the_stored_figures(tmp_path: Path) -> None:
+    store = stored(tmp_path / "h.sqlite", history(12, 0.02, seed=1))
+    ok("history", "add", REPEAT_1, "--branch", "main", "--testbed", "t", "--history", store)  # a 13th, real
+    out = ok("history", "export", "--format", "csv", "-o", tmp_path / "otava", "--history", store)
+    assert out == f"1 configuration(s) -> {tmp_path / 'otava'}/ (otava.yaml and one CSV each)\n"
+    (table,) = (tmp_path / "otava").glob("*.csv")
+    with open(table, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["run_id"] for r in rows] == ["repeat-1", *(f"r{i}" for i in range(12))]  # oldest first
+    assert {r["branch"] for r in rows} == {"main"} and rows[0]["time"] == "2026-11-24 21:43:23 +0000"
+    with open(REPEAT_1 / "locust_latency_hdr.csv", newline="") as f:
+        hdr = {r["name"]: r for r in csv.DictReader(f)}
+    for name in ("GET /albums", AGGREGATED):
+        assert float(rows[0][f"{name}.p95_ms"]) == float(hdr[name]["p95_ms"])
+        assert float(rows[0][f"{name}.p999_ms"]) == float(hdr[name]["p99.9_ms"])
+    assert "otava.yaml" in os.listdir(tmp_path / "otava")
+
+
+@pytest.mark.parametrize("content", ["text", "other tables"])
+@pytest.mark.parametrize(
+    "command",
+    [("history", "add", str(REPEAT_1)), ("history", "list"), ("trend",), ("compare", str(REPEAT_1))],
+)
+def test_a_store_that_is_not_a_history_is_one_line_and_left_as_it_was(
+    tmp_path: Path, content: str, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "history.sqlite"
+    if content == "text":
+        path.write_text("run_id,started_at\nr1,2026-01-01\n")
+    else:
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE albums (id INTEGER PRIMARY KEY, title TEXT)")
+        conn.close()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    args = [*command[:1], "--history", str(path), *command[1:]]
+    if command[0] == "history":
+        args = [*command, "--history", str(path)]
+    res = swarmbench(*args, "-o", str(tmp_path / "out")) if command[0] == "compare" else swarmbench(*args)
+    assert_one_line_error(res, f"{path}: not a swarmbench history", prog="swarmbench")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no -wal, no out/
+
+
+def test_a_folder_that_is_not_a_run_is_refused_and_the_store_kept(tmp_path: Path) -> None:
+    store = str(tmp_path / "h.sqlite")
+    ok("history", "add", REPEAT_1, "--history", store)
+    res = swarmbench("history", "add", FIXTURES / "exact" / "repeat-2", tmp_path, "--history", store)
+    assert_one_line_error(res, f"{tmp_path}: not a run folder", prog="swarmbench")
+    assert [r["run_id"] for r in listed(store)] == ["repeat-1"]  # all or none: repeat-2 not added either
+    bad_url = swarmbench("history", "list", "--history", "mysql://db.example/history")
+    assert_one_line_error(bad_url, "mysql://...: not a history store", prog="swarmbench")
+
+
+def stepped_store(tmp_path: Path) -> str:
+    """50 runs, 2 % noise, Aggregated p95 +8 % from run 25 on (the issue's synthetic step)."""
+    step = {("", AGGREGATED, "p95_ms"): 1.08}
+    return stored(tmp_path / "h.sqlite", history(50, 0.02, seed=4, step=lambda i: step if i >= 25 else {}))
+
+
+def test_trend_json_names_each_change_point_with_its_first_run(tmp_path: Path) -> None:
+    found = json.loads(ok("trend", "--json", "--history", stepped_store(tmp_path)))
+    assert set(found) == {"change_points"}
+    assert found["change_points"] and all(set(p) == CHANGE_KEYS for p in found["change_points"])
+    (p95,) = [p for p in found["change_points"] if (p["name"], p["metric"]) == (AGGREGATED, "p95_ms")]
+    assert p95["run_id"] in ("r24", "r25", "r26") and p95["commit"] == "fixture"
+    assert 5 < p95["change_pct"] < 11 and p95["after"] > p95["before"]
+    assert p95["change_pct"] == pytest.approx(100 * (p95["after"] / p95["before"] - 1), abs=1e-3)
+
+
+def test_trend_writes_its_page_and_json(tmp_path: Path) -> None:
+    store = stepped_store(tmp_path)
+    out = tmp_path / "trend"
+    text = ok("trend", "--history", store, "-o", out)
+    assert "change point(s)" in text and f"-> {out}/ (trend.html, trend.json)" in text
+    page = (out / "trend.html").read_text()
+    saved = json.loads((out / "trend.json").read_text())
+    assert saved["store"] == store and saved["branch"] == "main" and "E-divisive" in saved["method"]
+    (p95,) = [p for p in saved["change_points"] if (p["name"], p["metric"]) == (AGGREGATED, "p95_ms")]
+    assert page.count("<svg") == 4 * 7  # 3 names and Aggregated x 7 metrics
+    assert f"({p95['run_id']}, fixture)" in page and "segment mean" in page and ">p95 (ms)</text>" in page
+    assert f"<td>{p95['run_id']}</td><td>fixture</td><td>{AGGREGATED}</td><td>p95 (ms)</td>" in page
+    assert "no change point" not in page.split("<figure>")[1]  # the charts with a change come first
+    marked = [f for f in page.split("<figure>")[1:] if "<title>change point</title>" in f]
+    assert len(marked) == len({(p["name"], p["metric"]) for p in saved["change_points"]}) >= 1
+    last = ok("trend", "--history", store, "--last", "20", "--json")
+    assert all(p["name"] != AGGREGATED or p["metric"] != "p95_ms" for p in json.loads(last)["change_points"])
+
+
+def test_the_gate_with_too_few_runs_says_how_many_and_passes(tmp_path: Path) -> None:
+    runs = history(GATE_MIN_RUNS - 2, 0.02)
+    store = stored(tmp_path / "h.sqlite", runs)
+    candidate = write_folder(at_mean(store, runs[-1]), tmp_path / "runs")
+    res = swarmbench("compare", "--history", store, candidate, "-o", tmp_path / "out")
+    assert res.returncode == 0, res.stderr
+    assert f"{GATE_MIN_RUNS - 2} comparable run(s) of main before {candidate}" in res.stderr
+    assert f"(the gate needs {GATE_MIN_RUNS}): no verdict" in res.stderr
+    said = (tmp_path / "out" / "compare.txt").read_text()  # a CI job's summary shows it
+    assert f"swarmbench compare: {said}" == res.stderr and os.listdir(tmp_path / "out") == ["compare.txt"]
+
+
+def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path: Path) -> None:
+    """12 past runs with 1 % noise: the p95s of a run 20 % slower are `regressed` (exit 3); a run at
+    the past runs' mean is not (exit 0). The second form: the store from SWARMBENCH_HISTORY."""
+    runs = history(12, 0.01, seed=5)
+    store = stored(tmp_path / "h.sqlite", runs)
+    same = at_mean(store, runs[-1])
+    slower = scaled(same, 101, {(s.type, s.name, "p95_ms"): 1.20 for s in same.stats}, run_id="slower")
+    folders = tmp_path / "runs"
+
+    res = swarmbench("compare", "--history", store, write_folder(slower, folders), "-o", tmp_path / "slow")
+    assert res.returncode == 3, res.stdout + res.stderr
+    result = json.loads((tmp_path / "slow" / "compare.json").read_text())
+    p95 = {r["name"]: r["verdict"] for r in result["results"] if r["metric"] == "p95"}
+    assert set(p95.values()) == {REGRESSED} and len(p95) == 4, p95
+    assert result["method"] == GATE_METHOD and f"method: {GATE_METHOD}" in res.stdout
+    assert result["baseline"] == [r.run_id for r in runs[-10:]]
+    assert "learned from the last 10 of 12 comparable runs of main" in res.stdout
+    assert {p.name for p in (tmp_path / "slow").iterdir()} == {"compare.txt", "compare.json", "junit.xml"}
+
+    env = {**os.environ, "SWARMBENCH_HISTORY": store}
+    res = swarmbench("compare", "--history", write_folder(same, folders), "-o", tmp_path / "same", env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    result = json.loads((tmp_path / "same" / "compare.json").read_text())
+    assert result["verdicts"]["regressed"] == 0 and result["candidate"] == ["new"]
+
+
+@pytest.mark.parametrize(
+    ("command", "setting", "expected"),
+    [
+        (("headless",), {"SWARMBENCH_RECORD": "maybe"}, "SWARMBENCH_RECORD='maybe': expected 1 or 0"),
+        (("headless", "--record"), {}, "not a swarmbench history"),
+        (("headless",), {"BASELINE": "history"}, "not a swarmbench history"),
+        (("sweep", "--workers", "1", "--no-report"), {"SWARMBENCH_RECORD": "1"}, "not a swarmbench history"),
+        (("ab",), {"SWARMBENCH_RECORD": "1", "LOCAL": "1"}, "not a swarmbench history"),
+    ],
+)
+def test_a_run_that_cannot_be_recorded_or_gated_stops_before_it_starts(
+    tmp_path: Path, docker_shim, command: tuple[str, ...], setting: dict[str, str], expected: str
+) -> None:
+    """--record / SWARMBENCH_RECORD=1 and BASELINE=history open the store first: one line, exit 2,
+    before Docker is asked for anything or a process starts, and the file left as it was."""
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a history\n")
+    env = {**os.environ, "PATH": docker_shim.path, "SWARMBENCH_RESULTS": str(tmp_path / "results"),
+           "SWARMBENCH_HISTORY": str(bad), **setting}  # fmt: skip
+    res = swarmbench(*command, env=env, timeout=60)
+    assert_one_line_error(res, expected, prog="swarmbench")
+    assert docker_shim.calls() == [] and bad.read_text() == "not a history\n"
+    assert not (tmp_path / "results").exists()

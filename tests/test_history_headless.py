@@ -1,0 +1,53 @@
+"""`swarmbench headless --record` and `BASELINE=history` through the real compose stack (marked
+`docker`): a run on main is recorded as it finishes; a later run of a slower target is gated against
+main's runs in the history (exit 3, the gate's folder beside the run) and only then recorded itself,
+so it was never its own baseline.
+
+One real run of main is the history's seed; five more are that run's record with 3 % noise on every
+figure (history_runs.scaled), so the gate has the runs it needs without five more stacks (each
+costs ~15 s here). The gated run is real, and so are the store, the gate and the recording.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from history_runs import noisy, scaled
+from make_runs import compose_env, run_on_stack
+
+from swarmbench.compare.trend import GATE_METHOD
+from swarmbench.core.checks import AGGREGATED, REGRESSED
+from swarmbench.history import open_store, read_run
+
+
+def test_a_slower_run_is_gated_against_mains_history_then_recorded(docker_compose, tmp_path: Path) -> None:
+    store = str(tmp_path / "history.sqlite")
+    main = compose_env(tmp_path, SWARMBENCH_HISTORY=store, LOCUST_RUN_ID="main-0", LOCUST_GIT_BRANCH="main",
+                       ALBUMS_DELAY="20ms")  # fmt: skip
+    res = run_on_stack("headless", "--record", env=main)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert "added: " in res.stderr and not (tmp_path / "results" / "main-0-vs-history").exists()
+
+    seed = read_run(tmp_path / "results" / "main-0")
+    assert seed.branch == "main"
+    rng, start = np.random.default_rng(0), datetime.fromisoformat(seed.started_at.replace("Z", "+00:00"))
+    copies = [scaled(seed, -k, noisy(seed, rng, 0.03), f"main-{k}", start) for k in range(1, 6)]  # before it
+    with open_store(store) as opened:
+        assert opened.add_runs(copies) == [True] * 5
+
+    pr = compose_env(tmp_path, SWARMBENCH_HISTORY=store, LOCUST_RUN_ID="pr-1", LOCUST_GIT_BRANCH="pr-1",
+                     ALBUMS_DELAY="40ms", BASELINE="history")  # fmt: skip
+    res = run_on_stack("headless", "--record", env=pr)
+    assert res.returncode == 3, (res.stdout + res.stderr)[-3000:]
+    gated = tmp_path / "results" / "pr-1-vs-history"
+    result = json.loads((gated / "compare.json").read_text())
+    assert result["method"] == GATE_METHOD and "pr-1" not in result["baseline"]
+    assert sorted(result["baseline"]) == [f"main-{k}" for k in range(6)]
+    p95 = next(r for r in result["results"] if (r["name"], r["metric"]) == (AGGREGATED, "p95"))
+    assert p95["verdict"] == REGRESSED, p95
+    with open_store(store) as opened:
+        (recorded,) = opened.runs(run_id="pr-1")
+        assert recorded.branch == "pr-1" and opened.count() == 7

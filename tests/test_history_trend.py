@@ -1,0 +1,133 @@
+"""The history's answers (swarmbench/compare/trend.py) on a real SQLite store: the trend finds a known
+step and names its first run; the gate (gate_outcome, what `swarmbench compare --history` prints)
+judges a new run against main's runs before it, since their last change, with compare's verdicts.
+The runs are a real run folder's, their figures scaled by a known noise and step (history_runs.py);
+the engines themselves are tested in test_history_store.py, the command line in test_history_cli.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from history_runs import at_mean, base_run, history, scaled, stored
+
+from swarmbench.compare.trend import GATE_METHOD, GATE_MIN_RUNS, gate_outcome, trend
+from swarmbench.core.checks import AGGREGATED, IMPROVED, NO_CHANGE, REGRESSED
+from swarmbench.history import RunData, open_store
+
+STEP_AT, RUNS = 25, 40
+STEPPED = ("GET", "GET /albums")  # its p99 rises 10 % from run STEP_AT on
+
+
+def p99_step(i: int) -> dict[tuple[str, str, str], float]:
+    return {(*STEPPED, "p99_ms"): 1.10} if i >= STEP_AT else {}
+
+
+@pytest.fixture
+def runs() -> list[RunData]:
+    return history(RUNS, 0.015, seed=3, step=p99_step)
+
+
+@pytest.fixture
+def store_path(tmp_path: Path, runs: list[RunData]) -> Path:
+    return Path(stored(tmp_path / "h.sqlite", runs))
+
+
+def verdicts(store_path: Path, run: RunData, **options) -> dict[tuple[str, str], str]:
+    with open_store(store_path) as store:
+        outcome, _ = gate_outcome(store, [run], **options)
+    assert outcome is not None
+    return {(r.name, r.metric): r.verdict for r in outcome.rows}
+
+
+def test_the_trend_finds_the_step_and_its_first_run(store_path: Path) -> None:
+    with open_store(store_path) as store:
+        (config,) = store.configurations()
+        changes = trend(store, config)
+    stepped = [c for c in changes if (c.type, c.name, c.metric) == (*STEPPED, "p99_ms")]
+    assert len(stepped) == 1 and abs(stepped[0].point.index - STEP_AT) <= 1
+    assert stepped[0].run.run_id == f"r{stepped[0].point.index}"
+    assert 7 < stepped[0].point.change_percent < 13
+    # 27 flat series of 40 runs at ~3 % false change points each (test_trend_stats): ~1 expected,
+    # 4 or more would be 1 % likely
+    assert len(changes) - 1 <= 3
+
+
+def test_the_gate_calls_the_bad_side_regressed_and_the_good_side_improved(
+    store_path: Path, runs: list[RunData]
+) -> None:
+    new = at_mean(store_path, runs[-1])
+    unchanged = verdicts(store_path, new)
+    assert set(unchanged.values()) == {NO_CHANGE}, unchanged  # at the baseline's mean: inside the band
+    for metric, stored_as, factor, expected in (
+        ("p95", "p95_ms", 1.12, REGRESSED), ("p95", "p95_ms", 0.88, IMPROVED),
+        ("throughput", "rps", 0.85, REGRESSED), ("throughput", "rps", 1.15, IMPROVED),
+    ):  # fmt: skip
+        moved = scaled(new, 100, {("POST", "POST /albums", stored_as): factor}, run_id="moved")
+        found = verdicts(store_path, moved)
+        assert found.pop(("POST /albums", metric)) == expected, (metric, factor)
+        assert set(found.values()) == {NO_CHANGE}, (metric, factor, found)
+
+
+def test_the_outcome_names_its_baseline_method_and_noise(store_path: Path, runs: list[RunData]) -> None:
+    with open_store(store_path) as store:
+        outcome, comparable = gate_outcome(store, [at_mean(store_path, runs[-1])])
+    assert comparable == RUNS and outcome is not None
+    assert outcome.baseline == [r.run_id for r in runs[-10:]] and outcome.candidate == ["new"]
+    assert outcome.method == GATE_METHOD and "±t(n-1)·s·√(1+1/n)" in outcome.method
+    assert 0.005 < outcome.noise["p95"] < 0.03  # the Aggregated p95's learned SD, of 1.5 % noise
+    assert outcome.names.common[-1] == AGGREGATED and len(outcome.names.common) == 4
+
+
+def test_a_stored_run_is_judged_against_the_runs_before_it(store_path: Path, runs: list[RunData]) -> None:
+    with open_store(store_path) as store:
+        outcome, comparable = gate_outcome(store, [runs[STEP_AT - 1]])
+        assert comparable == STEP_AT - 1 and outcome is not None
+        assert outcome.baseline == [r.run_id for r in runs[STEP_AT - 11 : STEP_AT - 1]]
+        early, comparable = gate_outcome(store, [runs[GATE_MIN_RUNS - 1]])
+        assert (early, comparable) == (None, GATE_MIN_RUNS - 1)  # too few before it: no verdict
+
+
+def test_a_level_that_changed_is_not_the_baseline_any_more(store_path: Path, runs: list[RunData]) -> None:
+    """After the p99 step the gate's baseline is the runs since it: a new run at the new level is no
+    regression of p99 (against all 40 runs' mean it would be +4 %, against the first 25's +10 %)."""
+    new = at_mean(store_path, runs[-1])
+    assert verdicts(store_path, new)[(STEPPED[1], "p99")] == NO_CHANGE
+    old_level = scaled(new, 100, {(*STEPPED, "p99_ms"): 1 / 1.10}, run_id="old")
+    assert verdicts(store_path, old_level)[(STEPPED[1], "p99")] == IMPROVED
+
+
+def test_repeats_are_judged_together(store_path: Path, runs: list[RunData]) -> None:
+    new = at_mean(store_path, runs[-1])
+    rng = np.random.default_rng(9)
+    slower = [{(s.type, s.name, "p95_ms"): 1.15 * (1 + 0.015 * rng.standard_normal()) for s in new.stats}
+              for _ in range(3)]  # fmt: skip
+    repeats = [scaled(new, 100 + k, factors, run_id=f"rep{k}") for k, factors in enumerate(slower)]
+    with open_store(store_path) as store:
+        outcome, _ = gate_outcome(store, repeats)
+    assert outcome is not None and outcome.candidate == ["rep0", "rep1", "rep2"]
+    p95 = {r.name: r.verdict for r in outcome.rows if r.metric == "p95"}
+    assert set(p95.values()) == {REGRESSED}, p95
+    other = dataclasses.replace(repeats[1], host="http://elsewhere:1")
+    with open_store(store_path) as store, pytest.raises(ValueError, match="not the same load, host"):
+        gate_outcome(store, [repeats[0], other])
+
+
+def test_another_branch_is_no_baseline(store_path: Path, runs: list[RunData]) -> None:
+    with open_store(store_path) as store:
+        outcome, comparable = gate_outcome(store, [at_mean(store_path, runs[-1])], branch="feature")
+    assert (outcome, comparable) == (None, 0)
+    assert base_run().branch == "main"
+
+
+def test_the_notebooks_frame_holds_every_run_and_name(store_path: Path, runs: list[RunData]) -> None:
+    from swarmbench.analysis import history_frame
+
+    frame = history_frame(store_path, branch="main")
+    assert len(frame) == RUNS * 4 and frame["run_id"].iloc[0] == "r0"  # 3 names and Aggregated, oldest first
+    p99 = frame[frame["name"] == STEPPED[1]].set_index("run_id")["p99_ms"]
+    stored_p99 = {r.run_id: next(s.p99_ms for s in r.stats if s.name == STEPPED[1]) for r in runs}
+    assert p99.to_dict() == pytest.approx(stored_p99)
+    assert history_frame(store_path, branch="feature").empty
