@@ -1,7 +1,7 @@
 """Exact latency in real runs: Locust master + 2 worker processes against the real Go target with a
 fixed 1,060 ms delay. Locust files every ~1,065 ms response as 1,100 ms (2 significant digits); the
-HDR histograms keep it, so `p50<1100` passes on the exact number (and says so), and the per-window files add up to Locust's
-own counts exactly. The pure parts: test_latency_units.py.
+HDR histograms keep it, so `p50<1100` passes on the exact number (and says so), and the per-window
+files add up to Locust's own counts exactly. The pure parts: test_latency_units.py.
 """
 
 from __future__ import annotations
