@@ -18,7 +18,7 @@ from harness import Target, interrupt_when, interruptible, run_module
 
 from swarmbench.runner.ab import schedule
 
-pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
+QUIET = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
 
 SHORT = {
     "LOCAL": "1",
@@ -50,6 +50,7 @@ def test_schedule_interleaves_a_b_b_a():
     assert [p.repeat for p in schedule(2)] == [1, 1, 2, 2]
 
 
+@QUIET
 def test_a_a_reports_the_noise_floor_and_stores_the_calibration(albums_binary, tmp_path):
     # 3 repeats a side, as test_compare_runs.py's A/A: with 2, each side's run-to-run spread rests on
     # one degree of freedom, and 2 of 24 metrics came out `improved` in one CI run of four.
@@ -71,6 +72,7 @@ def test_a_a_reports_the_noise_floor_and_stores_the_calibration(albums_binary, t
     assert f"run-to-run noise ({root / 'A' / 'compare-noise.json'})" in res.stdout, res.stdout + res.stderr
 
 
+@QUIET
 def test_a_b_ten_more_milliseconds_is_a_regression(albums_binary, tmp_path):
     # One run a side (the A/A test covers repeats): 10 ms is far above any noise.
     code, printed, root = ab(
@@ -101,6 +103,7 @@ def two_hosts(albums_binary):
     slow.stop()
 
 
+@QUIET
 def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
     fast, slow = two_hosts
     code, printed, root = ab(tmp_path, None, A_HOST=fast.url, B_HOST=slow.url, REPEATS="1", RUN_TIME="8s")
@@ -154,6 +157,7 @@ def test_an_existing_folder_is_never_overwritten(tmp_path):
 
 
 def test_interrupt_keeps_finished_runs_and_the_same_ab_id_resumes(albums_binary, tmp_path):
+    # Not quiet: what it asserts is the state kept and resumed; its one verdict is 2 ms against 12.
     settings = dict(A="ALBUMS_DELAY=2ms", B="ALBUMS_DELAY=12ms", RUN_TIME="4s")
     env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(tmp_path), "AB_ID": "ab", **settings}
     env["SWARMBENCH_TARGET_BIN"] = str(albums_binary)

@@ -26,8 +26,9 @@ from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.windows import WINDOW_COLUMNS
 
 # Exact p50 within 40 ms of the target's delay (a loaded CI machine added 4 ms to a 105 ms one, too
-# much for the 3 ms a 110 ms rounding left): still timing, so run alone (make test-py).
-pytestmark = pytest.mark.quiet
+# much for the 3 ms a 110 ms rounding left), and a reset's windows against the wall clock: timing,
+# so those run alone (make test-py).
+QUIET = pytest.mark.quiet
 
 DELAY_MS = 1060
 LOCUST_FILES_AS = 1100  # Locust keeps 2 significant digits: every 1,050-1,149 ms sample is 1,100
@@ -45,6 +46,7 @@ def slow_target(albums_binary):
     target.stop()
 
 
+@QUIET
 def test_the_ui_shows_exact_percentiles_while_the_run_goes(slow_target, tmp_path):
     stack = UiStack(tmp_path, slow_target.url)
     try:
@@ -89,6 +91,7 @@ def window_rows(run_dir: Path) -> list[dict[str, str]]:
         return list(reader)
 
 
+@QUIET
 def test_a_reset_starts_the_windows_afresh_on_every_generator(albums_target, tmp_path):
     """8 s before the reset, then 3 s: a worker's unreported samples at the reset counted from the
     old start would land in windows 5..8 of the new folder, which lasted 3 s."""
