@@ -3,12 +3,13 @@ each run against a fresh target on one port: one host, as the history compares r
 `swarmbench history add`; then `swarmbench compare --history` calls a run of a target 20 % slower
 (ALBUMS_DELAY 100 ms -> 120 ms) `regressed` on p95 (exit 3), and an unchanged run not.
 
-As short as the statistics allow: 5 past runs (the fewest the gate takes; the prediction interval
-is then ±3.0 run-to-run SDs, ±1.8 % at the 0.6 % measured below: far inside +20 %) of 8 s, FastHttpUser (`make ab`'s client: half the run-to-run noise of
-HttpUser, runner/ab.py AB_USER_CLASS), 16 users paced at 20 ms. The service's own 100 ms dominates
-each request, so the machine's hiccups stay a small part of p95: with 50 ms and 6 runs, a busy
-shared machine (load 4 on 2 cores) once made p95's run-to-run SD 5.5 % and the +20 % run only
-`inconclusive`; here it is 0.6 % (measured +19.2 %, CI [17.7, 20.8] %). Verdicts on real latency:
+As short as the statistics allow: 5 past runs (the fewest the gate takes; the prediction interval is
+then ±3.0 run-to-run SDs, ±1.8 % at the 0.6 % measured below: far inside +20 %) of 8 s, FastHttpUser
+(`make ab`'s client: half the run-to-run noise of HttpUser, runner/ab.py AB_USER_CLASS), 16 users
+paced at 20 ms. The service's own 100 ms dominates each request, so the machine's hiccups stay a
+small part of p95: with 50 ms and 6 runs, a busy shared machine (load 4 on 2 cores) once made p95's
+run-to-run SD 5.5 % and the +20 % run only `inconclusive`; here it is 0.6 % (measured +19.2 %, CI
+[17.7, 20.8] %). Verdicts on real latency:
 `quiet`.
 """
 
