@@ -9,8 +9,7 @@ then ±3.0 run-to-run SDs, ±1.8 % at the 0.6 % measured below: far inside +20 %
 paced at 20 ms. The service's own 100 ms dominates each request, so the machine's hiccups stay a
 small part of p95: with 50 ms and 6 runs, a busy shared machine (load 4 on 2 cores) once made p95's
 run-to-run SD 5.5 % and the +20 % run only `inconclusive`; here it is 0.6 % (measured +19.2 %, CI
-[17.7, 20.8] %). Verdicts on real latency:
-`quiet`.
+[17.7, 20.8] %). Verdicts on real latency: `quiet`.
 """
 
 from __future__ import annotations
