@@ -124,7 +124,7 @@ def reference_file(pieces: list[Shipment]) -> str:
 
 def served(windows: Windows) -> int:
     """Service-time samples in the run's totals of the sealed windows."""
-    return sum(sum(counts) for key, counts in windows.run.items() if key[2] == "service")
+    return sum(counts.total() for key, counts in windows.run.items() if key[2] == "service")
 
 
 def service_samples(shipment: Shipment) -> int:
