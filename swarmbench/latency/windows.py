@@ -17,8 +17,9 @@ buckets that hold at most REPEAT_MAX; `lengths` how many each key has (32-bit, o
 `failures` the same for failed requests (empty when none failed), `pairs` [key position, index,
 count, ...] for the fuller buckets. The master checks a report (a few C calls a window) and files
 each window entry as it came: one append a window, whatever the number of keys. It splits and
-counts a window once, when it seals it: each key's indices appended to one buffer (a memory copy
-per piece, in one loop), then counted by a Counter over an array of 16-bit integers, in C.
+counts each entry once (Tally), when a reader first needs it (the live status every 2 s, the web
+UI's poll, or sealing): each key's indices appended to one buffer (a memory copy per piece, in one
+loop), then counted by a Counter over an array of 16-bit integers, in C.
 
 Before (format 1, no version field) each (window, key) piece was an HdrHistogram V2 base64 text in a
 map of its own: msgpack made ~20 objects of every piece, and the master inflated, decoded and
