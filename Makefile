@@ -75,14 +75,18 @@ ab: $(VENV)/.installed ## A vs B interleaved: A="ALBUMS_STORE=mutex" B="ALBUMS_S
 
 tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin
 
-$(KUSTOMIZE): | $(VENV)/.installed
+# The Go tools need only the venv's folder, not its packages: `make -j3 $(VENV)/.installed tools`
+# (.ci/run) builds them while pip installs.
+$(KUSTOMIZE): | $(VENV)/bin/python
 	GOBIN=$(abspath $(VENV))/bin go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
-$(ACTIONLINT): | $(VENV)/.installed
+$(ACTIONLINT): | $(VENV)/bin/python
 	GOBIN=$(abspath $(VENV))/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt compose/requirements.txt pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt compose/requirements.txt pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -r requirements-dev.txt
 	# The swarmbench package itself, editable: tests, notebook and `locust` import it from the checkout.
 	$(VENV)/bin/pip install -q --no-deps -e .
