@@ -123,8 +123,8 @@ def reference_file(pieces: list[Shipment]) -> str:
 
 
 def served(windows: Windows) -> int:
-    """Service-time samples in the run's totals of the sealed windows."""
-    return sum(counts.total() for key, counts in windows.run.items() if key[2] == "service")
+    """Service-time samples counted so far (the sealed windows, here: nothing open was read)."""
+    return sum(running.total for key, running in windows.run.items() if key[2] == "service")
 
 
 def service_samples(shipment: Shipment) -> int:

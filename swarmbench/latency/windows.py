@@ -52,6 +52,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hdrh.histogram import HdrHistogram
+
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError, read_text
 from swarmbench.latency import histogram
@@ -67,6 +69,7 @@ from swarmbench.latency.histogram import (
     decode,
     from_buckets,
     ms_columns,
+    new_histogram,
     summed_percentiles,
 )
 
@@ -245,6 +248,36 @@ class Tally:
         self.failures: Counter[Key] = Counter()
 
 
+class Running:
+    """One key's samples so far, every window's (sealed or open) as far as counted: an hdrh
+    histogram's counts, added to as entries are counted (Tally), so the run's totals are there
+    whenever asked (the live status every 2 s) instead of added up again from every window."""
+
+    __slots__ = ("hi", "hist", "lo", "total")
+
+    def __init__(self) -> None:
+        self.hist = new_histogram()
+        self.lo, self.hi, self.total = -1, -1, 0  # lowest and highest non-empty index, samples
+
+    def add(self, counts: Counter[int]) -> None:
+        if not counts:
+            return
+        into = self.hist.counts
+        for index, count in counts.items():  # ~60 ns a bucket; only a window's new buckets
+            into[index] += count
+        lo, hi = min(counts), max(counts)
+        self.lo = lo if self.lo < 0 or lo < self.lo else self.lo
+        self.hi = max(hi, self.hi)
+        self.total += counts.total()
+
+    def histogram(self) -> HdrHistogram:
+        """A copy (hdrh's add, in C): a reader's, while this one goes on counting."""
+        self.hist.set_internal_tacking_values(self.lo, self.hi, self.total)
+        out = new_histogram()
+        out.add(self.hist)
+        return out
+
+
 class Windows:
     """The master's (or a reader's) windows, filed as they come (the master's memory and CPU stay
     bounded in long runs; the end only writes what is made).
@@ -261,7 +294,7 @@ class Windows:
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
         self.summary: dict[int, dict[str, dict[str, Any]]] = {}  # window -> kind -> its Aggregated row
         self.failures: Counter[WindowKey] = Counter()  # of the sealed windows
-        self.run: dict[Key, Counter[int]] = {}  # the sealed windows added up: counts per bucket index
+        self.run: dict[Key, Running] = {}  # every window's counted entries added up, per key
         self.tallies: dict[int, Tally] = {}  # open window -> its entries counted so far
         self.newest = -1
         self.version = 0  # bumped by every merge: a reader caching totals() knows when to recompute
@@ -359,12 +392,6 @@ class Windows:
         late = tally.counts
         for key, n in tally.failures.items():
             self.failures[(window, *key)] += n
-        for key, counts in late.items():
-            total = self.run.get(key)
-            if total is None:
-                self.run[key] = Counter(counts)
-            else:
-                total.update(counts)
         counted = self._sealed_counts(window)
         for key, counts in late.items():
             if key in counted:
@@ -387,11 +414,16 @@ class Windows:
         entries = self.piles.get(window, ())
         if tally.done < len(entries):
             for key, pile in _split(entries[tally.done :], tally.failures).items():
+                new = pile.counts()
+                running = self.run.get(key)
+                if running is None:
+                    running = self.run[key] = Running()
+                running.add(new)
                 counts = tally.counts.get(key)
                 if counts is None:
-                    tally.counts[key] = pile.counts()
+                    tally.counts[key] = new
                 else:
-                    counts.update(pile.counts())
+                    counts.update(new)
             tally.done = len(entries)
         return tally
 
@@ -444,15 +476,15 @@ class Windows:
         return [out[w] for w in sorted(out)]
 
     def totals(self) -> LatencyBook:
-        """The whole run per (type, name, kind): the sealed windows' sum plus the open ones'
-        entries (exact: counts add losslessly). Nothing is sealed by asking."""
-        run = {key: Counter(total) for key, total in self.run.items()}
-        for window in self.piles:
-            for key, counts in self._tally(window).counts.items():
-                run.setdefault(key, Counter()).update(counts)
+        """The whole run per (type, name, kind): every window's entries, sealed or open, added up
+        (exact: counts add losslessly), as copies. Nothing is sealed by asking; what came since the
+        last call is counted now, once."""
+        for window in list(self.piles):
+            self._tally(window)
         book = LatencyBook()
-        for key, counts in run.items():
-            book.hists[key] = from_buckets(counts)
+        for key, running in self.run.items():
+            if running.total:
+                book.hists[key] = running.histogram()
         return book
 
     def rows(self) -> Iterator[dict[str, Any]]:
