@@ -431,7 +431,9 @@ class Windows:
         """WINDOW's counts per key and failures: its sealed lines' (a late piece re-opened it) and
         its open entries' together (new Counters: the tally stays the tally)."""
         counted = self._sealed_counts(window)
-        failures: Counter[WindowKey] = Counter({k: n for k, n in self.failures.items() if k[0] == window})
+        failures: Counter[WindowKey] = Counter()
+        if window in self.sealed:  # re-opened: its sealed failures too (a scan of the run's, so only then)
+            failures.update({k: n for k, n in self.failures.items() if k[0] == window})
         tally = self._tally(window)
         for key, counts in tally.counts.items():
             counted.setdefault(key, Counter()).update(counts)
@@ -469,10 +471,15 @@ class Windows:
         out = {w: rows[kind] for w, rows in self.summary.items() if kind in rows and w not in self.piles}
         for window in self.piles:
             counted, failures = self._open(window)
-            mine = {key: c for key, c in counted.items() if key[2] == kind}
-            for row in self._rows(window, mine, failures):
-                if row["name"] == AGGREGATED and not row["type"]:
-                    out[window] = _short(row)
+            # The Aggregated row only: no per-name rows (their percentiles and encodings) to drop.
+            parts, fails = [], 0
+            for key, counts in counted.items():
+                if key[2] == kind and counts:
+                    indices = sorted(counts)
+                    parts.append((indices, list(map(counts.__getitem__, indices))))
+                    fails += failures[(window, *key)]
+            if parts:
+                out[window] = _short(_aggregated_row(window, kind, parts, fails))
         return [out[w] for w in sorted(out)]
 
     def totals(self) -> LatencyBook:
@@ -523,18 +530,7 @@ class Windows:
             parts.setdefault(kind, []).append((indices, counts))
             fails[kind] += failures
         for kind in sorted(parts, key=_kind_order):
-            top = max(indices[-1] for indices, _ in parts[kind])
-            values = summed_percentiles(parts[kind], WINDOW_PERCENTILES)
-            row: dict[str, Any] = {
-                "window_s": window * WINDOW_S,
-                "type": "",
-                "name": AGGREGATED,
-                "kind": kind,
-            }
-            row.update(count=sum(sum(counts) for _, counts in parts[kind]), failures=fails[kind])
-            row.update(ms_columns(values, WINDOW_PERCENTILES, bucket_max([top])))
-            row["hdr"] = ""  # the sum of the window's other rows of this kind: a reader adds those
-            yield row
+            yield _aggregated_row(window, kind, parts[kind], fails[kind])
 
     def write_csv(self, path: Path) -> None:
         with open(path, "w", newline="", encoding="utf-8") as f:
@@ -645,6 +641,20 @@ def _split(entries: Iterable[Filed], failures: Counter[Key]) -> dict[Key, Pile]:
                 if n:
                     failures[key] += n
     return out
+
+
+def _aggregated_row(
+    window: int, kind: str, parts: list[tuple[list[int], list[int]]], failures: int
+) -> dict[str, Any]:
+    """WINDOW's Aggregated row of KIND from its keys' non-empty buckets PARTS [(indices, counts)]
+    (summed_percentiles: they are never added up); no hdr: a reader adds the window's other rows."""
+    top = max(indices[-1] for indices, _ in parts)
+    values = summed_percentiles(parts, WINDOW_PERCENTILES)
+    row: dict[str, Any] = {"window_s": window * WINDOW_S, "type": "", "name": AGGREGATED, "kind": kind}
+    row.update(count=sum(sum(counts) for _, counts in parts), failures=failures)
+    row.update(ms_columns(values, WINDOW_PERCENTILES, bucket_max([top])))
+    row["hdr"] = ""
+    return row
 
 
 def _short(row: dict[str, Any]) -> dict[str, Any]:
