@@ -124,7 +124,7 @@ def reference_file(pieces: list[Shipment]) -> str:
 
 def served(windows: Windows) -> int:
     """Service-time samples counted so far (the sealed windows, here: nothing open was read)."""
-    return sum(running.total for key, running in windows.run.items() if key[2] == "service")
+    return sum(h.get_total_count() for key, h in windows.run.items() if key[2] == "service")
 
 
 def service_samples(shipment: Shipment) -> int:

@@ -637,9 +637,19 @@ def from_buckets(counts: dict[int, int]) -> HdrHistogram:
     """A histogram of ours holding COUNTS {counts index: count} (non-zero): what decoding one whose
     buckets those are gives, total, min and max included."""
     hist = new_histogram()
-    into = hist.counts
-    for index, count in counts.items():
-        into[index] = count
-    if counts:
-        hist.set_internal_tacking_values(min(counts), max(counts), sum(counts.values()))
+    add_buckets(hist, counts)
     return hist
+
+
+def add_buckets(hist: HdrHistogram, counts: dict[int, int]) -> None:
+    """COUNTS {counts index: count} (non-zero) added into HIST, its total, min and max too (what
+    hdrh's set_internal_tacking_values makes of them, for a histogram that already holds some)."""
+    if not counts:
+        return
+    into = hist.counts
+    for index, count in counts.items():  # ~60 ns a bucket
+        into[index] += count
+    hist.total_count += sum(counts.values())
+    hist.min_value = min(hist.min_value, hist.get_value_from_index(min(counts)))
+    top = hist.get_highest_equivalent_value(hist.get_value_from_index(max(counts)))
+    hist.max_value = max(hist.max_value, top)

@@ -63,6 +63,7 @@ from swarmbench.latency.histogram import (
     KINDS,
     Key,
     LatencyBook,
+    add_buckets,
     bucket_columns,
     bucket_index,
     bucket_max,
@@ -248,36 +249,6 @@ class Tally:
         self.failures: Counter[Key] = Counter()
 
 
-class Running:
-    """One key's samples so far, every window's (sealed or open) as far as counted: an hdrh
-    histogram's counts, added to as entries are counted (Tally), so the run's totals are there
-    whenever asked (the live status every 2 s) instead of added up again from every window."""
-
-    __slots__ = ("hi", "hist", "lo", "total")
-
-    def __init__(self) -> None:
-        self.hist = new_histogram()
-        self.lo, self.hi, self.total = -1, -1, 0  # lowest and highest non-empty index, samples
-
-    def add(self, counts: Counter[int]) -> None:
-        if not counts:
-            return
-        into = self.hist.counts
-        for index, count in counts.items():  # ~60 ns a bucket; only a window's new buckets
-            into[index] += count
-        lo, hi = min(counts), max(counts)
-        self.lo = lo if self.lo < 0 or lo < self.lo else self.lo
-        self.hi = max(hi, self.hi)
-        self.total += counts.total()
-
-    def histogram(self) -> HdrHistogram:
-        """A copy (hdrh's add, in C): a reader's, while this one goes on counting."""
-        self.hist.set_internal_tacking_values(self.lo, self.hi, self.total)
-        out = new_histogram()
-        out.add(self.hist)
-        return out
-
-
 class Windows:
     """The master's (or a reader's) windows, filed as they come (the master's memory and CPU stay
     bounded in long runs; the end only writes what is made).
@@ -294,7 +265,7 @@ class Windows:
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
         self.summary: dict[int, dict[str, dict[str, Any]]] = {}  # window -> kind -> its Aggregated row
         self.failures: Counter[WindowKey] = Counter()  # of the sealed windows
-        self.run: dict[Key, Running] = {}  # every window's counted entries added up, per key
+        self.run: dict[Key, HdrHistogram] = {}  # every window's counted entries added up, per key
         self.tallies: dict[int, Tally] = {}  # open window -> its entries counted so far
         self.newest = -1
         self.version = 0  # bumped by every merge: a reader caching totals() knows when to recompute
@@ -415,10 +386,10 @@ class Windows:
         if tally.done < len(entries):
             for key, pile in _split(entries[tally.done :], tally.failures).items():
                 new = pile.counts()
-                running = self.run.get(key)
-                if running is None:
-                    running = self.run[key] = Running()
-                running.add(new)
+                total = self.run.get(key)
+                if total is None:
+                    total = self.run[key] = new_histogram()
+                add_buckets(total, new)  # the run's totals there whenever asked (the live status)
                 counts = tally.counts.get(key)
                 if counts is None:
                     tally.counts[key] = new
@@ -489,9 +460,9 @@ class Windows:
         for window in list(self.piles):
             self._tally(window)
         book = LatencyBook()
-        for key, running in self.run.items():
-            if running.total:
-                book.hists[key] = running.histogram()
+        for key, total in self.run.items():
+            if total.get_total_count():
+                book.add(key, total)  # a copy: a reader's, while this one goes on counting
         return book
 
     def rows(self) -> Iterator[dict[str, Any]]:
