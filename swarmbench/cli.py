@@ -446,10 +446,10 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, commands: Sequence
     if unknown:  # said by the command's parser, so the line names the command and its --help
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     args.root = prog  # the program's name in every error, warning and check line
-    if args.command == "compare" and args.history is not None and args.baseline and not args.candidate:
-        pass  # `compare --history STORE RUN`: argparse gave STORE to --history and RUN to baseline
-    elif args.command == "compare" and args.history and args.baseline is None:
-        args.history, args.baseline = "", Path(args.history)  # `compare --history RUN`: the default store
+    # `compare --history STORE RUN`: argparse gives STORE to --history and RUN to baseline, as meant;
+    # `compare --history RUN` gives it RUN: the default store then.
+    if args.command == "compare" and args.history and args.baseline is None:
+        args.history, args.baseline = "", Path(args.history)
     try:
         return RUN[args.command](args)
     except UsageError as e:

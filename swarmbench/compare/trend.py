@@ -475,9 +475,6 @@ TREND_METRICS = ("rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_
 """What a trend and a gate look at by default: throughput, the percentiles and max. Counts of
 requests and failures follow the run's length and errors, not its speed (a threshold's business)."""
 
-HIGHER_IS_BETTER = frozenset({"rps"})
-"""Metrics where a fall is the regression (for the rest, latencies, a rise is)."""
-
 
 @dataclass(frozen=True)
 class Change:
@@ -645,8 +642,9 @@ def _differences(
     for key, per in series.values.items():
         if key[1] not in common or key not in by_name:
             continue
+        kept = {m: [v[i] for i in keep] for m, v in per.items()}
         for metric in metrics:
-            values = metric_values({m: [v[i] for i in keep] for m, v in per.items()}, metric)
+            values = metric_values(kept, metric)
             past = baseline(values, n)
             found[metric][key[1]] = against_history(
                 past, [run_value(s, metric) for s in by_name[key]], confidence

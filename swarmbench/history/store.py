@@ -528,13 +528,14 @@ class Store:
         for key, group in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
             columns = list(zip(*group, strict=True))
             where = [position[r] for r in columns[2]]
+            dense = len(where) == n and where == sorted(where)  # the name is in every run, in order
             per = out.values[key] = {}
             for m, column in zip(metrics, columns[3:], strict=True):
                 # The drivers give REAL columns as float already; counts (BIGINT) need float().
                 values = (
                     [nan if v is None else v for v in column] if m in _REAL else [float(v) for v in column]
                 )
-                if len(where) == n and where == sorted(where):
+                if dense:
                     per[m] = values
                 else:  # the name is missing from some runs: NaN there
                     per[m] = [nan] * n
