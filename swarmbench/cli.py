@@ -551,8 +551,8 @@ def _run_headless(args: argparse.Namespace) -> int:
     base = ab.baseline_path(args.baseline, os.environ)
     if base is not None:
         require("compare", "--baseline/BASELINE")
-    store = runner_store() if base == ab.HISTORY else None
-    record = recording(args)
+    record = recording(args)  # the store, opened once: recording and the gate use the same one
+    store = (record or runner_store()) if base == ab.HISTORY else None
     run = partial(
         swarm.run_swarm if args.swarm else compose.run_headless,
         verbose=terminal.verbose(args.verbose, os.environ),
