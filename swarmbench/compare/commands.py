@@ -193,13 +193,7 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.txt").write_text(said + "\n")
         return exits.OK
-    text = report.table(outcome)
-    print(text)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.txt").write_text(text + "\n")
-    (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
-    (out / "junit.xml").write_bytes(report.junit(outcome, args.fail_on_inconclusive))
-    print(f"-> {out}/ (compare.txt, compare.json, junit.xml)")
+    write(out, outcome, None, None, None, args.fail_on_inconclusive)  # no sides' grid: no compare.html
     return exit_code(outcome, args.fail_on_inconclusive)
 
 
@@ -230,14 +224,19 @@ def pooled(a: stats.Side, b: stats.Side) -> dict[str, int]:
 
 
 def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: bool) -> None:
+    """The table printed, and OUT's files; compare.html too when G (the sides' grid) is given: a
+    gate against history has no sides to chart."""
     text = report.table(outcome)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.txt").write_text(text + "\n")
     (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
     (out / "junit.xml").write_bytes(report.junit(outcome, fail_on_inconclusive))
-    (out / "compare.html").write_text(report.page(outcome, g, a, b), encoding="utf-8")
-    print(f"-> {out}/ (compare.txt, compare.json, junit.xml, compare.html)")
+    files = ["compare.txt", "compare.json", "junit.xml"]
+    if g is not None:
+        (out / "compare.html").write_text(report.page(outcome, g, a, b), encoding="utf-8")
+        files.append("compare.html")
+    print(f"-> {out}/ ({', '.join(files)})")
 
 
 def exit_code(outcome: report.Outcome, fail_on_inconclusive: bool) -> int:
