@@ -11,7 +11,29 @@ Packages are layers, each importing only those below it (pyproject.toml [tool.im
     latency   exact latency: HDR histograms, per window, merged, encoded (hdrhistogram)
     core      the facts every part shares: run.json, folders, grammars, rules (standard library)
 
-Importing `swarmbench` imports none of them. docs/development.md maps every module.
+Importing `swarmbench` imports none of them. docs/development.md maps every module. One name is
+public here, imported when first used: `from swarmbench import RunFolder` (core/runfolder.py), the
+typed reader of a run folder.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swarmbench.core.runfolder import RunFolder, RunFolderError
+
 __version__ = "0.2.0"
+__all__ = ["RunFolder", "RunFolderError", "__version__"]
+
+_LAZY = {"RunFolder": "swarmbench.core.runfolder", "RunFolderError": "swarmbench.core.runfolder"}
+"""Public name -> its module, imported on first use so that `import swarmbench` stays cheap."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'swarmbench' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

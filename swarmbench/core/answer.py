@@ -11,7 +11,6 @@ locust_stats.csv; the rest from run.json.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from swarmbench.core import folder
 from swarmbench.core.bottleneck import INFLATED
 from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
+from swarmbench.core.figures import number, show_ms
 from swarmbench.core.manifest import (
     COMPLETE,
     DEGRADED,
@@ -30,11 +30,7 @@ from swarmbench.core.manifest import (
     WORKER_QUIT,
     RunManifest,
 )
-
-SERVICE = "service"
-"""locust_latency_hdr.csv's kind of Locust's own response time (open-model runs add `intended`)."""
-INTENDED = "intended"
-"""locust_latency_hdr.csv's kind of the time since the intended start (open-model runs only)."""
+from swarmbench.core.runfolder import INTENDED, SERVICE, read_table
 
 PERCENTILE_COLUMNS = {"p50_ms": "p50_ms", "p95_ms": "p95_ms", "p99_ms": "p99_ms", "max_ms": "max_ms"}
 """NameAnswer's field -> locust_latency_hdr.csv's column (folder.LATENCY_HDR_COLUMNS)."""
@@ -182,7 +178,7 @@ def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None
     for n in answer.names:
         rows.append(
             (n.name, str(n.requests), str(n.failures), "-" if math.isnan(n.rps) else f"{n.rps:.2f}",
-             _num(n.p50_ms), _num(n.p95_ms), _num(n.p99_ms), _num(n.max_ms))
+             show_ms(n.p50_ms), show_ms(n.p95_ms), show_ms(n.p99_ms), show_ms(n.max_ms))
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     table = [
@@ -223,29 +219,10 @@ def _manifest(run_dir: Path, missing: list[str]) -> RunManifest:
 
 
 def csv_rows(path: Path, notes: list[str] | None, required: bool = True) -> list[dict[str, str]]:
-    """PATH's rows. What is wrong with it goes to NOTES (when given), one line naming the file: missing
-    (when REQUIRED), unreadable, or cut off (its last line incomplete: that row is left out, as is
-    any row with fewer or more fields than the header); never raised."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            text = f.read()
-        rows = list(csv.DictReader(text.splitlines()))
-    except FileNotFoundError:
-        if notes is not None and required:
-            notes.append(f"{path.name}: missing")
-        return []
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        if notes is not None:
-            notes.append(f"{path.name}: unreadable ({getattr(e, 'strerror', None) or e})")
-        return []
-    if text and not text.endswith("\n"):
-        rows = rows[:-1]
-        if notes is not None:
-            notes.append(f"{path.name}: cut off (its last line is incomplete and left out)")
-    whole = [r for r in rows if None not in r and None not in r.values()]
-    if len(whole) < len(rows) and notes is not None:
-        notes.append(f"{path.name}: {len(rows) - len(whole)} row(s) with a wrong number of fields, left out")
-    return whole
+    """PATH's rows (core/runfolder.read_table's). What is wrong with it goes to NOTES (when given), one
+    line naming the file: missing (when REQUIRED), unreadable, or cut off (its last line incomplete:
+    that row is left out, as is any row with fewer or more fields than the header); never raised."""
+    return list(read_table(path, notes=notes if notes is not None else [], required=required).rows)
 
 
 def _key(row: dict[str, str]) -> tuple[str, str]:
@@ -275,21 +252,10 @@ def _name(row: dict[str, str], exact: dict[tuple[str, str], dict[str, str]]) -> 
 
 
 def _float(text: str | None) -> float:
-    try:
-        return float(text) if text not in (None, "", "N/A") else math.nan
-    except ValueError:
-        return math.nan
+    return number(text, math.nan)
 
 
 def _int(text: str | None) -> int:
     """A count; 0 where the cell is blank or not a number (a cut-off file)."""
     value = _float(text)
     return int(value) if math.isfinite(value) else 0
-
-
-def _num(value: float) -> str:
-    """VALUE as its file holds it: a whole number without a fraction (Locust's), else the shortest
-    text that reads back as the same float (the HDR files' milliseconds, 3 decimals)."""
-    if math.isnan(value):
-        return "-"
-    return str(int(value)) if value.is_integer() else repr(value)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from swarmbench.core.figures import show_ms
 from swarmbench.core.manifest import CheckOutcome
 
 # --- the threshold grammar ------------------------------------------------------------------------
@@ -187,9 +188,9 @@ def _show(value: float, unit: str) -> str:
     if unit == "req/s":
         return f"{value:.1f} req/s"
     if unit == "ms":
-        # Every digit the latency files keep (µs): `:g` would print 1071.103 as 1071.1, a number
-        # that is in no file, and 1234567 as 1.23457e+06.
-        return f"{value:.3f}".rstrip("0").rstrip(".") + " ms"
+        # Every digit the latency files keep (µs), as the terminal and the page show it: `:g` would
+        # print 1071.103 as 1071.1, a number that is in no file, and 1234567 as 1.23457e+06.
+        return show_ms(value) + " ms"
     return f"{value:g} ({value * 100:.2f} %)"  # fail_ratio: both spellings, 0.01 is easy to misread
 
 

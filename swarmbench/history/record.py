@@ -9,10 +9,8 @@ histogram from locust_latency_hdr.json; a folder without them (older harness, pl
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +18,10 @@ from typing import Any
 
 from swarmbench.core import folder as col
 from swarmbench.core.checks import EXACT, ROUNDED  # a run's precision: HDR histograms, or Locust's
+from swarmbench.core.figures import number as _number
 from swarmbench.core.folder import LATENCY_HDR_CSV, LATENCY_HDR_JSON
 from swarmbench.core.manifest import this_testbed
+from swarmbench.core.runfolder import RunFolder, RunFolderError, StatsRow, read_json_object, read_table
 
 PERCENTILES = (("p50_ms", col.P50), ("p90_ms", col.P90), ("p95_ms", col.P95), ("p99_ms", col.P99))
 """Stored percentile -> Locust's stats column for a rounded run (p99.9 and max are added below)."""
@@ -44,8 +44,9 @@ has it, else its path), user classes, users, wait time or arrival rate, request 
 generators, run length (warm-up weighs more in a short run) and step shape."""
 
 
-class FolderError(Exception):
-    """A run folder that cannot be read: str() is `PATH: problem`, one line."""
+FolderError = RunFolderError
+"""A run folder that cannot be read: str() is `PATH: problem` (`PATH: line N: problem`), one line
+(core/runfolder.py's one error for a run folder)."""
 
 
 @dataclass(frozen=True)
@@ -106,16 +107,12 @@ def read_run(folder: Path, *, branch: str | None = None, testbed: str | None = N
     `git_branch`, else ""); TESTBED: a name for the machine (else this machine's CPU model and
     count: add runs where they were made, or name the testbed)."""
     folder = Path(folder)
-    stats_path = folder / col.STATS_CSV
-    if not stats_path.is_file():
-        raise FolderError(f"{folder}: not a run folder (no {col.STATS_CSV})")
-    manifest = _manifest(folder / col.MANIFEST)
+    run = RunFolder.open(folder)  # core's one reader: RunFolderError naming the file and line
+    manifest = run.manifest_json
     run_id = _text(manifest.get("run_id")) or folder.resolve().name
     started = _started_at(folder, manifest)
-    exact_rows = _exact_rows(folder, manifest)
-    stats = tuple(_name_stats(row, exact_rows) for row in _csv_rows(stats_path))
-    if not stats:
-        raise FolderError(f"{stats_path}: no rows")
+    exact_rows = _exact_rows(run, manifest)
+    stats = tuple(_name_stats(row, exact_rows) for row in run.stats.values())
     return RunData(
         run_key=f"{run_id}@{started}",
         run_id=run_id,
@@ -156,82 +153,45 @@ def load_of(manifest: dict[str, Any]) -> dict[str, Any]:
 # --- the files --------------------------------------------------------------------------------------
 
 
-def _manifest(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise FolderError(f"{path}: cannot read ({type(e).__name__})") from None
-    except json.JSONDecodeError as e:
-        raise FolderError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
-    if not isinstance(data, dict):
-        raise FolderError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _csv_rows(path: Path, locust: bool = True) -> list[dict[str, str]]:
-    """PATH's rows; LOCUST: a Locust CSV, its headers matched as the analysis matches them (without
-    regard to case, Locust's old names too)."""
-    aliases = {k.lower(): v for k, v in col.LEGACY_ALIASES.items()}
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise FolderError(f"{path}: cannot read as CSV ({type(e).__name__})") from None
-    if not rows:
-        raise FolderError(f"{path}: empty file")
-    header = [h.strip() for h in rows[0]]
-    if locust:
-        known = {c.lower(): c for c in (col.TYPE, col.NAME, col.REQUEST_COUNT, col.FAILURE_COUNT, col.RPS)}
-        header = [known.get(h.lower(), h) for h in (aliases.get(h.lower(), h) for h in header)]
-    return [dict(zip(header, row, strict=False)) for row in rows[1:] if row]
-
-
-def _name_stats(row: dict[str, str], exact_rows: dict[tuple[str, str], dict[str, Any]]) -> NameStats:
-    key = (row.get(col.TYPE, ""), row.get(col.NAME, ""))
-    requests = _count(row.get(col.REQUEST_COUNT))
-    exact = exact_rows.get(key)
-    if exact is not None and exact["count"] != requests:
+def _name_stats(row: StatsRow, exact_rows: dict[tuple[str, str], dict[str, Any]]) -> NameStats:
+    exact = exact_rows.get(row.key)
+    if exact is not None and exact["count"] != row.requests:
         exact = None  # the histograms hold part of this name's requests: Locust's figures instead
     if exact is not None:
         figures = {metric: exact[metric] for metric in HDR_CSV_COLUMNS}
     else:
-        figures = {metric: _number(row.get(column)) for metric, column in PERCENTILES}
-        figures["p999_ms"] = _number(row.get(col.P999))
-        figures["max_ms"] = _number(row.get(col.MAX_RT))  # the true max (100% is rounded)
+        figures = {metric: getattr(row, metric) for metric, _ in PERCENTILES}
+        figures["p999_ms"] = row.p999_ms
+        figures["max_ms"] = row.max_ms  # the true max (100% is rounded)
     return NameStats(
-        type=key[0],
-        name=key[1],
-        requests=requests,
-        failures=_count(row.get(col.FAILURE_COUNT)),
-        rps=_number(row.get(col.RPS)),
+        type=row.type,
+        name=row.name,
+        requests=row.requests,
+        failures=row.failures,
+        rps=row.rps,
         exact=exact is not None,
         hdr=exact["hdr"] if exact is not None else None,
         **figures,
     )
 
 
-def _exact_rows(folder: Path, manifest: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+def _exact_rows(run: RunFolder, manifest: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(type, name) -> the HDR figures and encoded histogram of the service time; {} when the
     folder has no HDR files or run.json says its histograms miss requests (`latency.exact`)."""
     latency = manifest.get("latency")
     if isinstance(latency, dict) and latency.get("exact") is False:
         return {}
-    table, encoded = folder / LATENCY_HDR_CSV, folder / LATENCY_HDR_JSON
+    table, encoded = run.path / LATENCY_HDR_CSV, run.path / LATENCY_HDR_JSON
     if not table.is_file() or not encoded.is_file():
         return {}
     hdrs: dict[tuple[str, str], str] = {}
-    for entry in _manifest(encoded).get("histograms") or []:
+    for entry in read_json_object(encoded).get("histograms") or []:
         if isinstance(entry, dict) and entry.get("kind") == SERVICE and isinstance(entry.get("hdr"), str):
             hdrs[(str(entry.get("type", "")), str(entry.get("name", "")))] = entry["hdr"]
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in _csv_rows(table, locust=False):
-        if row.get("kind") != SERVICE:
-            continue
-        key = (row.get("type", ""), row.get("name", ""))
-        figures: dict[str, Any] = {m: _number(row.get(c)) for m, c in HDR_CSV_COLUMNS.items()}
-        figures["count"] = _count(row.get("count"))
+    for key, row in run.exact.items():
+        figures: dict[str, Any] = {m: getattr(row, m) for m in HDR_CSV_COLUMNS}
+        figures["count"] = row.count
         figures["hdr"] = hdrs.get(key)
         out[key] = figures
     return out
@@ -245,10 +205,10 @@ def _started_at(folder: Path, manifest: dict[str, Any]) -> str:
         try:
             return iso(datetime.fromisoformat(text.replace("Z", "+00:00")))
         except ValueError:
-            raise FolderError(f"{folder / col.MANIFEST}: started_at {text!r} is not a time") from None
+            raise FolderError(folder / col.MANIFEST, f"started_at {text!r} is not a time") from None
     history = folder / col.HISTORY_CSV
     if history.is_file():
-        for row in _csv_rows(history)[:1]:
+        for row in read_table(history).rows[:1]:
             seconds = _number(row.get(col.TIMESTAMP))
             if seconds:
                 return iso(datetime.fromtimestamp(seconds, UTC))
@@ -260,24 +220,6 @@ def iso(t: datetime) -> str:
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
     return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-
-
-def _number(value: Any) -> float | None:
-    """A finite number, or None (Locust writes N/A for a name without responses)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value) if value == value and abs(value) != float("inf") else None
-    text = str(value).strip()
-    return float(text) if _NUMBER.match(text) else None
-
-
-def _count(value: Any) -> int:
-    number = _number(value)
-    return int(number) if number is not None and number >= 0 else 0
 
 
 def _text(value: Any) -> str:

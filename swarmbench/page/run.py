@@ -17,7 +17,6 @@ Standard library, core and swarmbench.latency (hdrhistogram) only: the Locust im
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from swarmbench.core.answer import INTENDED, SERVICE, Answer, NameAnswer, csv_ro
 from swarmbench.core.bottleneck import GENERATOR_CPU_LIMIT_PCT
 from swarmbench.core.checks import AGGREGATED, EXACT
 from swarmbench.core.exits import InputError
+from swarmbench.core.figures import number, show_ms
 from swarmbench.core.manifest import (
     COMPLETE,
     FAILED,
@@ -44,6 +44,7 @@ from swarmbench.core.manifest import (
     RunManifest,
 )
 from swarmbench.core.openmodel import PER_SECOND_COLUMNS
+from swarmbench.core.runfolder import read_table
 from swarmbench.latency.histogram import LatencyBook, percentile_values
 from swarmbench.page import svg
 
@@ -144,12 +145,9 @@ def read(run_dir: Path, manifest: RunManifest | None = None) -> Facts:
 
 
 def _num(text: str | None, default: float = math.nan) -> float:
-    """A CSV cell as a number; DEFAULT where it is blank, N/A or not a finite number."""
-    try:
-        value = float(text) if text not in (None, "", "N/A") else default
-    except ValueError:
-        return default
-    return value if math.isfinite(value) else default
+    """A CSV cell as a number (core/figures.number); DEFAULT where it is blank, N/A or not a finite
+    number."""
+    return number(text, default)
 
 
 WINDOW_FIELDS = ("window_s", "count", "failures", "p50_ms", "p95_ms", "p99_ms")
@@ -161,32 +159,20 @@ def _read_windows(path: Path, facts: Facts) -> None:
     A row that is not one stops the reading there, said in a note: the charts end where it did."""
     if not path.is_file():
         return
-    try:
-        text = path.read_text(encoding="utf-8")
-        lines = text.splitlines()
-        if text and not text.endswith("\n"):
-            lines.pop()
-            facts.notes.append(f"{path.name}: cut off (its last line is incomplete and left out)")
-        reader = csv.reader(lines)
-        header = next(reader, [])
-        index = {c: i for i, c in enumerate(header)}
-        if not set(WINDOW_FIELDS) | {"type", "name", "kind"} <= set(index):
-            facts.notes.append(f"{path.name}: not a windows file (its columns); no charts over time")
+    table = read_table(path, notes=facts.notes)
+    if not table.header:
+        return
+    if not set(WINDOW_FIELDS) | {"type", "name", "kind"} <= set(table.header):
+        facts.notes.append(f"{path.name}: not a windows file (its columns); no charts over time")
+        return
+    for line, row in table.numbered():
+        values = [number(row[c]) for c in WINDOW_FIELDS]
+        if None in values:
+            facts.notes.append(f"{path.name}: row {line} is malformed; the charts over time stop there")
             return
-        cols = [index[c] for c in WINDOW_FIELDS]
-        kind, request_type, name = index["kind"], index["type"], index["name"]
-        for line, row in enumerate(reader, 2):
-            try:
-                values = [float(row[i]) for i in cols]
-                key = (row[kind], _label(row[request_type], row[name]))
-            except (IndexError, ValueError):
-                facts.notes.append(f"{path.name}: row {line} is malformed; the charts over time stop there")
-                return
-            s = facts.windows.setdefault(key, Series())
-            for column, v in zip((s.t, s.count, s.failures, s.p50, s.p95, s.p99), values, strict=True):
-                column.append(v)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        facts.notes.append(f"{path.name}: unreadable ({getattr(e, 'strerror', None) or e})")
+        s = facts.windows.setdefault((row["kind"], _label(row["type"], row["name"])), Series())
+        for column, v in zip((s.t, s.count, s.failures, s.p50, s.p95, s.p99), values, strict=True):
+            column.append(v)
 
 
 def _label(request_type: str, name: str) -> str:
@@ -295,14 +281,10 @@ def worker_name(worker_id: str) -> str:
 # --- numbers as the files have them ---------------------------------------------------------------
 
 
-def ms(value: float) -> str:
-    """A latency as its file has it, to the microsecond: locust_latency_hdr.csv's values have at most
-    three decimals (26.959) and are printed unchanged; Locust's maximum (a float with sub-microsecond
-    noise, 25.05221299998084) to the microsecond (25.052). "-" for no value."""
-    if not math.isfinite(value):
-        return "-"
-    value = round(value, 3)
-    return str(int(value)) if value.is_integer() else repr(value)
+ms = show_ms
+"""A latency as every output shows it (core/figures.show_ms): to the microsecond, so
+locust_latency_hdr.csv's values (at most three decimals, 26.959) print unchanged and Locust's maximum
+(a float with sub-microsecond noise, 25.05221299998084) prints 25.052; "-" for no value."""
 
 
 def count(value: float) -> str:
