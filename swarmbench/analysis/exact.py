@@ -22,7 +22,6 @@ every table and chart says which: `exact` or `rounded`."""
 from __future__ import annotations
 
 import binascii
-import csv
 import math
 import struct
 from collections.abc import Iterable
@@ -35,10 +34,9 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from swarmbench.analysis import columns as C
-from swarmbench.analysis.locust_csv import AnalysisError, endpoint_label
+from swarmbench.analysis.locust_csv import AnalysisError, csv_header, csv_records, endpoint_label, read_frame
 from swarmbench.core import folder as F
 from swarmbench.core.checks import EXACT, ROUNDED
-from swarmbench.core.exits import read_text
 from swarmbench.latency import histogram
 from swarmbench.latency.histogram import LatencyBook, decode, new_histogram, percentile_columns
 from swarmbench.latency.windows import WINDOW_COLUMNS
@@ -68,11 +66,11 @@ def read_windows(path: Path) -> pd.DataFrame:
     endpoint (columns.ENDPOINT, as Locust's stats name it), COUNT, the file's p50/p95/p99 and HDR,
     plus ROW (the file's row number, for errors). AnalysisError naming the file and row when the
     header is not the windows file's, a row is cut off or holds text where a number belongs."""
-    header = next(csv.reader([read_text(path, "latency windows CSV", first_line=True)]), [])
+    header = csv_header(path, "latency windows CSV")
     if tuple(header) != WINDOW_COLUMNS:
         raise AnalysisError(path, f"row 1: expected the columns {', '.join(WINDOW_COLUMNS)}")
     try:
-        frame = pd.read_csv(
+        frame = read_frame(
             path, usecols=list(_DTYPES), dtype=_DTYPES, keep_default_na=False, na_values={WINDOW: [""]}
         )
     except (ValueError, pd.errors.ParserError) as e:
@@ -130,17 +128,16 @@ def _check_encodings(frame: pd.DataFrame, path: Path) -> None:
 def _first_bad_row(path: Path) -> str | None:
     """Slow path, only after pandas failed: the first row that is not a windows row, for the error."""
     numbers = [i for i, c in enumerate(WINDOW_COLUMNS) if c not in (TYPE, NAME, KIND, HDR)]
-    with open(path, encoding="utf-8", newline="") as f:
-        for number, row in enumerate(csv.reader(f), 1):
-            if number == 1:
-                continue
-            if len(row) != len(WINDOW_COLUMNS):
-                return f"row {number}: {len(row)} fields, expected {len(WINDOW_COLUMNS)} (cut off?)"
-            for i in numbers:
-                try:
-                    float(row[i])
-                except ValueError:
-                    return f"row {number}: column '{WINDOW_COLUMNS[i]}': {row[i]!r} is not a number"
+    for number, row in csv_records(path):
+        if number == 1:
+            continue
+        if len(row) != len(WINDOW_COLUMNS):
+            return f"row {number}: {len(row)} fields, expected {len(WINDOW_COLUMNS)} (cut off?)"
+        for i in numbers:
+            try:
+                float(row[i])
+            except ValueError:
+                return f"row {number}: column '{WINDOW_COLUMNS[i]}': {row[i]!r} is not a number"
     return None
 
 

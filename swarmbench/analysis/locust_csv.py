@@ -38,8 +38,9 @@ from __future__ import annotations
 import csv
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -296,7 +297,27 @@ _HISTORY_DTYPES = {
 
 
 def _history_header(path: Path) -> list[str]:
-    return next(csv.reader([read_text(path, "history CSV", first_line=True)]))
+    return csv_header(path, "history CSV")
+
+
+def csv_header(path: Path, what: str) -> list[str]:
+    """PATH's first line as CSV fields (AnalysisError naming the file when unreadable or empty)."""
+    return next(csv.reader([read_text(path, what, first_line=True)]), [])
+
+
+def csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line, fields) of each line of PATH: the slow path that names the first bad line after pandas
+    failed."""
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        for row in reader:
+            yield reader.line_num, row
+
+
+def read_frame(path: Path, **options: Any) -> pd.DataFrame:
+    """pandas' read_csv of PATH with OPTIONS: the analysis' one pandas loader (the others above build
+    on it, and analysis/exact.py and openmodel.py read through it)."""
+    return pd.read_csv(path, **options)
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -342,7 +363,7 @@ def read_history(path: Path) -> pd.DataFrame:
     positions = [header.index(c) for c in wanted]
     pct_na = {c: ["N/A"] for c in (C.P50, C.P95, C.P99, C.P100) if c in wanted}
     try:
-        frame = pd.read_csv(
+        frame = read_frame(
             path,
             header=0,
             names=header,

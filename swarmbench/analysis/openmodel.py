@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from swarmbench.analysis.locust_csv import InputError
+from swarmbench.analysis.locust_csv import InputError, read_frame
 from swarmbench.analysis.plots import figure as _figure
 from swarmbench.analysis.plots import message as _message
 from swarmbench.core import folder
@@ -76,7 +76,7 @@ def load(run_dir: Path) -> OpenRun:
     if manifest.open_model is None:
         raise InputError(manifest_path, "no open_model section: not an --arrival-rate run")
     try:
-        seconds = pd.read_csv(csv_path)
+        seconds = read_frame(csv_path)
     except (OSError, ValueError) as e:
         raise InputError(csv_path, f"cannot read ({e})") from None
     missing = {"second", "scheduled", "started", "dropped", "service_p99_ms", "intended_p99_ms"} - set(

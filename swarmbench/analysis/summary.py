@@ -18,7 +18,6 @@ histograms missed requests, falls back to locust_stats.csv's rounded percentiles
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,7 +32,9 @@ from swarmbench.core import folder
 from swarmbench.core.bottleneck import paces_itself
 from swarmbench.core.checks import AGGREGATED, EXACT, PERCENTILE_METRICS, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError, read_text
+from swarmbench.core.figures import number
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.runfolder import read_table
 from swarmbench.history.record import METRICS as STORED_METRICS
 from swarmbench.history.store import Store, open_store
 from swarmbench.latency.histogram import LatencyBook, exact_value
@@ -213,11 +214,12 @@ def exact_book(run_dir: Path) -> LatencyBook | None:
 
 def stats_rows(run_dir: Path) -> list[dict[str, str]]:
     path = run_dir / folder.STATS_CSV
-    rows = list(csv.DictReader(read_text(path, "stats CSV").splitlines()))
-    for number, row in enumerate(rows, 2):
-        if None in row or any(row.get(c) is None for c in (C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT)):
-            raise InputError(path, f"row {number}: truncated")
-    return rows
+    read_text(path, "stats CSV")  # InputError naming the file: unreadable, not UTF-8 or empty
+    table = read_table(path)  # core's one reader: a cut-off row is named by its line
+    for line, row in table.numbered():
+        if any(row.get(c) is None for c in (C.NAME, C.REQUEST_COUNT, C.FAILURE_COUNT)):
+            raise InputError(path, f"row {line}: truncated")
+    return list(table.rows)
 
 
 def evaluate_folder(run_dir: Path, checks: list[Check]) -> list[Outcome]:
@@ -250,12 +252,10 @@ def _evaluate(check: Check, rows: list[dict[str, str]], book: LatencyBook | None
 
 
 def _number(row: dict[str, str], column: str, run_dir: Path) -> float:
-    try:
-        return float(row[column])
-    except (KeyError, TypeError, ValueError):
-        raise InputError(
-            run_dir / folder.STATS_CSV, f"{row.get(C.NAME)!r}: no number in {column!r}"
-        ) from None
+    value = number(row.get(column))
+    if value is None:
+        raise InputError(run_dir / folder.STATS_CSV, f"{row.get(C.NAME)!r}: no number in {column!r}")
+    return value
 
 
 # --- the run history as a frame ----------------------------------------------------------------------

@@ -20,7 +20,6 @@ never refused."""
 
 from __future__ import annotations
 
-import csv
 import math
 import warnings
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from swarmbench.core.folder import (
     TOTAL_REQUEST_COUNT,
 )
 from swarmbench.core.manifest import RunManifest
+from swarmbench.core.runfolder import read_table
 from swarmbench.latency.histogram import decode, new_histogram
 from swarmbench.latency.windows import WINDOW_COLUMNS, WINDOW_S
 
@@ -172,12 +172,13 @@ def aggregated(series: dict[str, Series]) -> Series:
 def read_windows(path: Path) -> dict[str, Series]:
     """The service-time rows of a locust_latency_windows.csv, per request name (types merged, as
     the thresholds do); its Aggregated rows are derived, so left out and rebuilt."""
-    reader = csv.DictReader(read_text(path).splitlines())
-    if tuple(reader.fieldnames or ()) != WINDOW_COLUMNS:
+    read_text(path)  # InputError naming the file when it is missing, unreadable or empty
+    table = read_table(path)  # core's one CSV reader: RunFolderError naming the file and line
+    if table.header != WINDOW_COLUMNS:
         raise InputError(path, f"row 1: expected the columns {', '.join(WINDOW_COLUMNS)}")
     values = bucket_values_us()
     out: dict[str, Series] = {}
-    for row_number, row in enumerate(reader, 2):
+    for row_number, row in table.numbered():
         if row.get("kind") != SERVICE or (row.get("name") == AGGREGATED and not row.get("type")):
             continue
         try:
@@ -196,12 +197,13 @@ def read_history(path: Path) -> dict[str, Series]:
     docstring); a window's requests are the growth of its cumulative count."""
     if not path.is_file():
         raise InputError(path.parent, f"no {LATENCY_WINDOWS_CSV} and no {HISTORY_CSV}")
-    rows = list(csv.DictReader(read_text(path).splitlines()))
+    read_text(path)  # InputError naming the file when it is unreadable or empty
+    rows = read_table(path).numbered()  # core's one CSV reader: RunFolderError naming file and line
     shares = np.diff(np.array((0, *HISTORY_PERCENTILES), dtype=float)) / 100
     out: dict[str, Series] = {}
     first: float | None = None
     previous: dict[str, tuple[float, float]] = {}
-    for row_number, row in enumerate(rows, 2):
+    for row_number, row in rows:
         name = row.get(NAME) or ""
         if name == AGGREGATED:
             continue
