@@ -120,6 +120,15 @@ def test_a_refusal_names_the_file_and_the_line(
         assert (e.value.line, str(e.value).startswith(f"{path}: line {line}: ")) == (line, True)
 
 
+def test_a_run_json_of_the_wrong_shape_is_refused_naming_its_key(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    (folder / "run.json").write_text('{"schema_version": 2, "users": "many"}')
+    run = RunFolder.open(folder)
+    with pytest.raises(RunFolderError, match="users") as e:
+        _ = run.manifest
+    assert e.value.path == folder / "run.json"
+
+
 def test_a_folder_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RunFolderError, match="not a run folder"):
         RunFolder.open(tmp_path)

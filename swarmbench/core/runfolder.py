@@ -128,7 +128,7 @@ def read_table(
         if col.TYPE not in header and path.name != col.FAILURES_CSV:
             header = [col.TYPE if h.lower() == "method" else h for h in header]
     body = records[1:]
-    if cut and notes is not None and body:
+    if cut and notes is not None:
         body = body[:-1]
         notes.append(f"{path.name}: cut off (its last line is incomplete and left out)")
     rows, lines = [], []
@@ -281,23 +281,30 @@ def exact_row(row: dict[str, str], line: int) -> ExactRow:
 
 
 class RunFolder:
-    """A run folder, read: `open()` reads run.json and locust_stats.csv (and refuses a folder that is
-    not a run's); the failures and exact latency are read when first asked for."""
+    """A run folder, read: `open()` reads run.json's JSON and locust_stats.csv (and refuses a folder
+    that is not a run's); run.json's type check, the failures and the exact latency are done when
+    first asked for (each refusal is the same RunFolderError, naming the file and line)."""
 
     def __init__(
-        self,
-        path: Path,
-        manifest: RunManifest | None,
-        stats: dict[tuple[str, str], StatsRow],
-        manifest_json: dict[str, Any] | None = None,
+        self, path: Path, stats: dict[tuple[str, str], StatsRow], manifest_json: dict[str, Any] | None = None
     ):
         self.path = path
-        self.manifest = manifest
-        """run.json, type-checked (schema 1 read as 2); None for a plain Locust folder."""
-        self.manifest_json = manifest_json or {}
-        """run.json's object as written ({} without one): for readers of keys as stored (history)."""
         self.stats = stats
         """locust_stats.csv's rows by (type, name), in the file's order, Aggregated ("", AGGREGATED)."""
+        self.manifest_json = manifest_json
+        """run.json's object as written (None without one): for readers of its keys as stored."""
+
+    @cached_property
+    def manifest(self) -> RunManifest | None:
+        """run.json, type-checked (schema 1 read as 2); None for a plain Locust folder. Checked when
+        first asked for: the check walks every timeline and costs more than reading the CSVs."""
+        if self.manifest_json is None:
+            return None
+        path = self.path / col.MANIFEST
+        try:
+            return RunManifest.from_json(self.manifest_json, path)
+        except InputError as e:
+            raise RunFolderError(path, e.problem) from None
 
     @classmethod
     def open(cls, path: str | Path) -> RunFolder:
@@ -309,15 +316,7 @@ class RunFolder:
         if not stats_path.is_file():
             raise RunFolderError(path, f"not a run folder (no {col.STATS_CSV})")
         manifest_path = path / col.MANIFEST
-        manifest, data = None, None
-        if manifest_path.exists():
-            data = read_json_object(manifest_path)
-            try:
-                manifest = RunManifest.from_json(data, manifest_path)
-            except RunFolderError:
-                raise
-            except InputError as e:
-                raise RunFolderError(manifest_path, e.problem) from None
+        data = read_json_object(manifest_path) if manifest_path.exists() else None
         table = read_table(stats_path)
         missing = [c for c in (col.NAME, col.REQUEST_COUNT, col.FAILURE_COUNT) if c not in table.header]
         if missing:
@@ -333,7 +332,7 @@ class RunFolder:
             stats[parsed.key] = parsed
         if not stats:
             raise RunFolderError(stats_path, "no rows", 2)
-        return cls(path, manifest, stats, data)
+        return cls(path, stats, data)
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
@@ -341,7 +340,8 @@ class RunFolder:
     @property
     def run_id(self) -> str:
         """run.json's run id, else the folder's name."""
-        return (self.manifest.run_id if self.manifest else None) or self.path.name
+        run_id = (self.manifest_json or {}).get("run_id")
+        return run_id if isinstance(run_id, str) and run_id else self.path.name
 
     @property
     def aggregated(self) -> StatsRow | None:

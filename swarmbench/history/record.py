@@ -108,7 +108,7 @@ def read_run(folder: Path, *, branch: str | None = None, testbed: str | None = N
     count: add runs where they were made, or name the testbed)."""
     folder = Path(folder)
     run = RunFolder.open(folder)  # core's one reader: RunFolderError naming the file and line
-    manifest = run.manifest_json
+    manifest = run.manifest_json or {}
     run_id = _text(manifest.get("run_id")) or folder.resolve().name
     started = _started_at(folder, manifest)
     exact_rows = _exact_rows(run, manifest)
