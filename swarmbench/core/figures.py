@@ -1,6 +1,7 @@
-"""A run folder's cells as numbers, and milliseconds as every output shows them: one parser, one
-rounding rule, used by the terminal (core/answer.py), the run page (page/run.py), the thresholds'
-text and JUnit file (core/checks.py) and every reader of a run folder (core/runfolder.py).
+"""A run folder's cells as numbers, and a latency as every output prints it: one parser, one rounding.
+
+Used by the terminal (core/answer.py), the run page (page/run.py), the thresholds' text and JUnit
+file (core/checks.py) and every reader of a run folder (core/runfolder.py).
 
 Why one rule: the latency files keep microseconds (locust_latency_hdr.csv: 3 decimals) but Locust's
 own maximum is a float with sub-microsecond noise (25.05221299998084); two outputs that round it

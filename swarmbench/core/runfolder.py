@@ -1,6 +1,8 @@
-"""One door to a run folder: `RunFolder.open(path)` reads run.json, Locust's stats and failures and
-the whole-run exact latency into typed, frozen rows keyed by (type, name); every reader of a run
-folder's CSV files in the standard-library layers goes through `read_table` here.
+"""One door to a run folder: `RunFolder`, typed rows keyed by (type, name), and the one CSV reader.
+
+`RunFolder.open(path)` reads run.json, Locust's stats and failures and the whole-run exact latency
+into frozen rows; every reader of a run folder's CSV files in the standard-library layers goes
+through `read_table` here.
 
     from swarmbench import RunFolder
     run = RunFolder.open("results/examples/r1-w1-AlbumsHttpUser")
