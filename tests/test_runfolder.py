@@ -162,3 +162,27 @@ def test_a_shown_latency_never_contradicts_the_number(value: float) -> None:
         and not shown.endswith(".")
         and (shown == "0" or not shown.endswith("0") or "." not in shown)
     )
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_number_written_reads_back_as_itself(value: float) -> None:
+    assert number(repr(value)) == value and number(f" {value!r}\n") == value
+
+
+def test_the_terminal_the_page_and_the_junit_text_show_a_latency_alike() -> None:
+    from swarmbench.core.checks import _show
+    from swarmbench.page.run import ms
+
+    for value in (25.05221299998084, 26.959, 1071.103, 1234567.0, 0.0):
+        assert ms(value) == show_ms(value) == _show(value, "ms").removesuffix(" ms")
+
+
+def test_the_terminal_prints_locusts_maximum_to_the_microsecond_as_the_page_does() -> None:
+    from swarmbench.core.answer import read_answer, summary_text
+    from swarmbench.page.run import render
+
+    folder = LEGACY / "locust-2.8.6"
+    assert RunFolder.open(folder).stats[("GET", "GET /albums/{id}")].max_ms == 25.05221299998084
+    text = summary_text(read_answer(folder))
+    assert " 25.052" in text and "25.0522" not in text
+    assert "25.052" in render(folder) and "25.0522" not in render(folder)
