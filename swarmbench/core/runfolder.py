@@ -21,6 +21,7 @@ HDR histograms need hdrhistogram), so the door names the file and latency parses
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ def read_table(
         notes.append(f"{path.name}: unreadable ({getattr(e, 'strerror', None) or e})")
         return Table(path, (), (), ())
     cut = bool(text) and not text.endswith("\n")
-    reader = csv.reader(text.splitlines())
+    reader = csv.reader(io.StringIO(text, newline=""))  # a quoted field may hold any line break
     records: list[tuple[int, list[str]]] = []
     start = 1
     try:
