@@ -3,7 +3,7 @@ through one reader, in one process. Prints figures; asserts nothing.
 
     python bench/bench_reader.py --what runfolder|answer|record [--rounds 50]
 
-  runfolder  swarmbench.RunFolder.open, then its failures and exact latency (core/runfolder.py)
+  runfolder  swarmbench.RunFolder.open, then run.json checked, failures, exact latency (core/runfolder.py)
   answer     core/answer.read_answer: the terminal's and the run page's reading
   record     history/record.read_run: what `swarmbench history add/import` reads
 
@@ -35,7 +35,7 @@ def reader(what: str):
 
         def read(folder: Path) -> object:
             run = RunFolder.open(folder)
-            return run.aggregated, run.failures, run.exact
+            return run.manifest, run.aggregated, run.failures, run.exact  # everything, run.json checked
 
         return read
     if what == "answer":

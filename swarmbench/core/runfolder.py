@@ -27,13 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from swarmbench.core import folder as col
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError
 from swarmbench.core.figures import count, number
 from swarmbench.core.manifest import RunManifest
+
+MISSING = "missing"
+"""RunFolderError's problem for a file that is not there."""
 
 
 class RunFolderError(InputError, ValueError):
@@ -98,7 +101,7 @@ def read_table(
             text = f.read()
     except FileNotFoundError:
         if notes is None:
-            raise RunFolderError(path, "missing") from None
+            raise RunFolderError(path, MISSING) from None
         if required:
             notes.append(f"{path.name}: missing")
         return Table(path, (), (), ())
@@ -148,12 +151,18 @@ def read_table(
     return Table(path, tuple(header), tuple(rows), tuple(lines))
 
 
-def read_json_object(path: Path) -> dict[str, Any]:
+@overload
+def read_json_object(path: Path) -> dict[str, Any]: ...
+@overload
+def read_json_object(path: Path, missing_ok: bool) -> dict[str, Any] | None: ...
+def read_json_object(path: Path, missing_ok: bool = False) -> dict[str, Any] | None:
     """PATH's JSON object (run.json, locust_latency_hdr.json): RunFolderError naming the file (and
-    the line of invalid JSON)."""
+    the line of invalid JSON); None where it is missing and MISSING_OK."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
+        if missing_ok:
+            return None
         raise RunFolderError(path, "missing") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RunFolderError(path, f"cannot read ({type(e).__name__})") from None
@@ -313,13 +322,13 @@ class RunFolder:
     def open(cls, path: str | Path) -> RunFolder:
         """PATH's run. RunFolderError naming the file and line when it is not a readable run folder."""
         path = Path(path)
-        if not path.is_dir():
-            raise RunFolderError(path, "not a folder")
         stats_path = path / col.STATS_CSV
         if not stats_path.is_file():
-            raise RunFolderError(path, f"not a run folder (no {col.STATS_CSV})")
+            raise RunFolderError(
+                path, f"not a run folder (no {col.STATS_CSV})" if path.is_dir() else "not a folder"
+            )
         manifest_path = path / col.MANIFEST
-        data = read_json_object(manifest_path) if manifest_path.exists() else None
+        data = read_json_object(manifest_path, missing_ok=True)  # None: a plain Locust folder
         table = read_table(stats_path)
         missing = [c for c in (col.NAME, col.REQUEST_COUNT, col.FAILURE_COUNT) if c not in table.header]
         if missing:
@@ -374,10 +383,13 @@ class RunFolder:
     @cached_property
     def exact_rows(self) -> dict[tuple[str, str, str], ExactRow]:
         """locust_latency_hdr.csv's rows by (kind, type, name); {} for a run without it (rounded)."""
-        path = self.path / col.LATENCY_HDR_CSV
-        if not path.exists():
-            return {}
-        rows = (exact_row(row, line) for line, row in read_table(path).numbered())
+        try:
+            table = read_table(self.path / col.LATENCY_HDR_CSV)
+        except RunFolderError as e:
+            if e.problem == MISSING:
+                return {}
+            raise
+        rows = (exact_row(row, line) for line, row in table.numbered())
         return {(r.kind, r.type, r.name): r for r in rows}
 
     @property
