@@ -159,9 +159,10 @@ def _read_windows(path: Path, facts: Facts) -> None:
     A row that is not one stops the reading there, said in a note: the charts end where it did."""
     if not path.is_file():
         return
+    noted = len(facts.notes)
     table = read_table(path, notes=facts.notes)
-    if not table.header:
-        return
+    if not table.header and len(facts.notes) > noted:
+        return  # unreadable: said
     if not set(WINDOW_FIELDS) | {"type", "name", "kind"} <= set(table.header):
         facts.notes.append(f"{path.name}: not a windows file (its columns); no charts over time")
         return
