@@ -11,26 +11,26 @@ Packages are layers, each importing only those below it (pyproject.toml [tool.im
     latency   exact latency: HDR histograms, per window, merged, encoded (hdrhistogram)
     core      the facts every part shares: run.json, folders, grammars, rules (standard library)
 
-Importing `swarmbench` imports none of them. docs/development.md maps every module. One name is
-public here, imported when first used: `from swarmbench import RunFolder` (core/runfolder.py), the
-typed reader of a run folder.
+Importing `swarmbench` imports none of them. docs/development.md maps every module.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read it so)
 if TYPE_CHECKING:
     from swarmbench.core.runfolder import RunFolder, RunFolderError
 
 __version__ = "0.2.0"
+
+# `from swarmbench import RunFolder`: the typed reader of a run folder (core/runfolder.py), imported
+# when first used, so that `import swarmbench` stays cheap.
 __all__ = ["RunFolder", "RunFolderError", "__version__"]
 
 _LAZY = {"RunFolder": "swarmbench.core.runfolder", "RunFolderError": "swarmbench.core.runfolder"}
 """Public name -> its module, imported on first use so that `import swarmbench` stays cheap."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'swarmbench' has no attribute {name!r}")
