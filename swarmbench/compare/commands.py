@@ -26,6 +26,7 @@ from pathlib import Path
 from swarmbench.compare import noise, report, sides, stats
 from swarmbench.compare.sides import CompareWarning, is_run, read_side
 from swarmbench.core import exits
+from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, INCONCLUSIVE, REGRESSED
 from swarmbench.core.exits import InputError, UsageError
 
@@ -191,7 +192,7 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
         )
         print(f"{PROG}: {said}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.txt").write_text(said + "\n")
+        write_atomic(out / "compare.txt", said + "\n")
         return exits.OK
     write(out, outcome, None, None, None, args.fail_on_inconclusive)  # no sides' grid: no compare.html
     return exit_code(outcome, args.fail_on_inconclusive)
@@ -212,8 +213,8 @@ def trend_command(args: argparse.Namespace) -> int:
         print(trend.trend_table(found))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "trend.json").write_text(json.dumps(found, indent=2) + "\n")
-        (args.out / "trend.html").write_text(page or "", encoding="utf-8")
+        write_atomic(args.out / "trend.json", json.dumps(found, indent=2) + "\n")
+        write_atomic(args.out / "trend.html", page or "")
         print(f"-> {args.out}/ (trend.html, trend.json)", file=sys.stderr if args.json else sys.stdout)
     return exits.OK
 
@@ -229,12 +230,12 @@ def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: boo
     text = report.table(outcome)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.txt").write_text(text + "\n")
-    (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
-    (out / "junit.xml").write_bytes(report.junit(outcome, fail_on_inconclusive))
+    write_atomic(out / "compare.txt", text + "\n")
+    write_atomic(out / "compare.json", json.dumps(report.to_json(outcome), indent=2) + "\n")
+    write_atomic(out / "junit.xml", report.junit(outcome, fail_on_inconclusive))
     files = ["compare.txt", "compare.json", "junit.xml"]
     if g is not None:
-        (out / "compare.html").write_text(report.page(outcome, g, a, b), encoding="utf-8")
+        write_atomic(out / "compare.html", report.page(outcome, g, a, b))
         files.append("compare.html")
     print(f"-> {out}/ ({', '.join(files)})")
 
@@ -376,7 +377,7 @@ def floor_command(args: argparse.Namespace) -> int:
     write(out, outcome, c["grid"], sa, sb, False)
     text = floor_text(table, min_effect, (len(side_a), len(side_b)))
     print("\n" + text)
-    (out / "noise-floor.txt").write_text(text + "\n")
+    write_atomic(out / "noise-floor.txt", text + "\n")
     floor_json = {
         "method": FLOOR_METHOD,
         "min_effect": min_effect,
@@ -391,7 +392,7 @@ def floor_command(args: argparse.Namespace) -> int:
         }
         for m, r in table.items()
     }
-    (out / FLOOR_JSON).write_text(json.dumps(floor_json, indent=2) + "\n")
+    write_atomic(out / FLOOR_JSON, json.dumps(floor_json, indent=2) + "\n")
     print(f"run-to-run noise -> {args.a / noise.NOISE_JSON} (later compares against {args.a} use it)")
     if outcome.count(REGRESSED):
         print(

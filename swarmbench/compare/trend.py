@@ -730,12 +730,9 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
     the first run after it. One self-contained file, inline SVG."""
     from html import escape
 
+    from swarmbench.page import skeleton
+
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>Swarmbench trend</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
-        "figure{margin:1em 0}figcaption{font-size:90%;color:#444}code{font-size:90%}"
-        "table{border-collapse:collapse;font-size:90%}td,th{padding:2px 8px;text-align:left}"
-        "th{border-bottom:1px solid #999}</style></head><body>",
         f"<h1>Trend: branch {escape(branch)}</h1>",
         f"<p>History <code>{escape(found['store'])}</code>. Method: {escape(found['method'])}.</p>",
     ]
@@ -763,8 +760,7 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
             if np.isfinite(y).any():
                 points = [p for p in mine if (p["type"], p["name"], p["metric"]) == (type_, name, metric)]
                 parts.append(_trend_chart(f"{type_} {name}".strip(), metric, y, points, where))
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return skeleton.document("Swarmbench trend", "\n".join(parts))
 
 
 def _trend_chart(title: str, metric: str, y: np.ndarray, points: list[dict], where: dict) -> str:

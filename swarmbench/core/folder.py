@@ -8,10 +8,11 @@ analysis reads it. Every file name lives here, once.
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+
+from swarmbench.core.atomic import write_atomic
 
 # --- results/<run-id>/ ---
 CSV_PREFIX = "locust"
@@ -100,12 +101,9 @@ def create_run_dir(results_dir: str | Path, run_id: str, explicit: bool) -> Path
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write beside PATH, then rename over it: a reader sees the old file or the new, never half."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    """DATA as PATH's JSON (indented, a final newline), replaced whole (core/atomic.py): a reader sees
+    the old file or the new, never half."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def utc_iso(t: datetime | None, timespec: str = "milliseconds") -> str | None:

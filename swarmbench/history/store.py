@@ -64,6 +64,7 @@ from typing import Any
 from urllib.parse import quote
 
 from swarmbench.core import folder as col
+from swarmbench.core.atomic import atomic_file, write_atomic
 from swarmbench.history.record import METRICS, FolderError, RunData, iso, read_run
 
 # --- the tables -----------------------------------------------------------------------------------
@@ -672,7 +673,7 @@ def export_otava(store: Store, out: Path) -> list[Path]:
         name = test_name(fingerprint, host, testbed)
         path = out / f"{name}.csv"
         tests[name] = (path, _write_csv(store, path, configs))
-    (out / "otava.yaml").write_text(_yaml(tests), encoding="utf-8")
+    write_atomic(out / "otava.yaml", _yaml(tests))
     return [path for path, _ in tests.values()]
 
 
@@ -706,7 +707,7 @@ def _write_csv(store: Store, path: Path, configs: list[Configuration]) -> list[s
         have = {c for c, v in values.items() if not math.isnan(v)}
         complete = have if complete is None else complete & have
     metric_columns = sorted(complete or ())
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_file(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow([TIME_COLUMN, *ATTRIBUTES, *metric_columns])
         for started, attributes, values in rows:

@@ -55,6 +55,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 from pyhdrh import encode as _v2_varints
 
+from swarmbench.core.atomic import atomic_file
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
 from swarmbench.core.exits import InputError, read_text
 
@@ -359,7 +360,7 @@ class LatencyBook:
         return out
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        with atomic_file(path, newline="") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
             writer.writeheader()
             writer.writerows(self.rows())

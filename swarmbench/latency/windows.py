@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 
 from hdrh.histogram import HdrHistogram
 
+from swarmbench.core.atomic import atomic_file
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError, read_text
 from swarmbench.latency import histogram
@@ -504,7 +505,7 @@ class Windows:
             yield _aggregated_row(window, kind, parts[kind], fails[kind])
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        with atomic_file(path, newline="") as f:
             csv.writer(f).writerow(WINDOW_COLUMNS)
             f.writelines(self.lines())
 

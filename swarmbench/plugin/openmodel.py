@@ -77,6 +77,7 @@ from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import folder
+from swarmbench.core.atomic import atomic_file
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.loadspec import ArrivalSchedule, parse_arrival_rate, parse_duration
 from swarmbench.core.manifest import LatencyFigures, OpenLatency, OpenModel
@@ -576,7 +577,7 @@ class ArrivalLoad:
     def write(self, run_dir: Path) -> None:
         self.plugin.latency.totals()  # this process's own samples filed (standalone)
         curves = self.plugin.latency.timeline.percentiles()
-        with open(run_dir / folder.ARRIVAL_CSV, "w", newline="", encoding="utf-8") as f:
+        with atomic_file(run_dir / folder.ARRIVAL_CSV, newline="") as f:
             writer = csv.writer(f)
             writer.writerow(("timestamp", *PER_SECOND_COLUMNS, *TIMELINE_COLUMNS))
             for second, *counts in self.counts.rows():
