@@ -4,7 +4,7 @@ file or the new one, never half of one, and a write that fails leaves the old fi
 
 How: the new content goes to a hidden temp file beside the target (same folder, so the same file
 system), named `.NAME.tmp-<pid>-<random>`, created exclusively; on success it is renamed over the
-target (os.replace: atomic on POSIX and Windows); on any error it is removed. Hidden and with its
+target (os.replace: one atomic rename on POSIX); on any error it is removed. Hidden and with its
 suffix after the name, a temp file is skipped by every folder listing and never matches a pattern on
 the target's extension (`*_stats.csv`, `*.json`). A file that already exists keeps its permission
 bits; a new one gets the process's umask, as open() would give it.
