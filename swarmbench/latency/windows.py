@@ -113,7 +113,6 @@ KEYSETS_KEPT = 1024
 workers of one scenario send a few, so each report's is found, not checked and copied again; past
 this many (names that come and go) the memory starts over."""
 
-WindowKey = tuple[int, str, str, str]  # (window, request type, name, kind)
 Packed = tuple[bytes, list[int], int]  # one window's samples of one key: (16-bit indices, pairs, failures)
 Filed = tuple[tuple[Key, ...], bytes, bytes, list[int], bytes]  # a window entry as the master keeps it
 
@@ -264,7 +263,7 @@ class Windows:
         self.piles: dict[int, list[Filed]] = {}  # open windows (and late pieces of sealed ones)
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
         self.summary: dict[int, dict[str, dict[str, Any]]] = {}  # window -> kind -> its Aggregated row
-        self.failures: Counter[WindowKey] = Counter()  # of the sealed windows
+        self.failures: dict[int, Counter[Key]] = {}  # sealed window -> its failures per key (when any)
         self.run: dict[Key, HdrHistogram] = {}  # every window's counted entries added up, per key
         self.tallies: dict[int, Tally] = {}  # open window -> its entries counted so far
         self.newest = -1
@@ -361,8 +360,8 @@ class Windows:
         self.piles.pop(window, None)
         self.tallies.pop(window, None)
         late = tally.counts
-        for key, n in tally.failures.items():
-            self.failures[(window, *key)] += n
+        if tally.failures:  # added to what it had when sealed before (a late piece re-opened it)
+            self.failures.setdefault(window, Counter()).update(tally.failures)
         counted = self._sealed_counts(window)
         for key, counts in late.items():
             if key in counted:
@@ -398,18 +397,15 @@ class Windows:
             tally.done = len(entries)
         return tally
 
-    def _open(self, window: int) -> tuple[dict[Key, Counter[int]], Counter[WindowKey]]:
+    def _open(self, window: int) -> tuple[dict[Key, Counter[int]], Counter[Key]]:
         """WINDOW's counts per key and failures: its sealed lines' (a late piece re-opened it) and
         its open entries' together (new Counters: the tally stays the tally)."""
         counted = self._sealed_counts(window)
-        failures: Counter[WindowKey] = Counter()
-        if window in self.sealed:  # re-opened: its sealed failures too (a scan of the run's, so only then)
-            failures.update({k: n for k, n in self.failures.items() if k[0] == window})
+        failures = Counter(self.failures.get(window, ()))  # re-opened: its sealed failures too
         tally = self._tally(window)
         for key, counts in tally.counts.items():
             counted.setdefault(key, Counter()).update(counts)
-        for key, n in tally.failures.items():
-            failures[(window, *key)] += n
+        failures.update(tally.failures)
         return counted, failures
 
     def seal_all(self) -> None:
@@ -448,7 +444,7 @@ class Windows:
                 if key[2] == kind and counts:
                     indices = sorted(counts)
                     parts.append((indices, list(map(counts.__getitem__, indices))))
-                    fails += failures[(window, *key)]
+                    fails += failures[key]
             if parts:
                 out[window] = _short(_aggregated_row(window, kind, parts, fails))
         return [out[w] for w in sorted(out)]
@@ -483,18 +479,16 @@ class Windows:
         for window in sorted(self.sealed):
             yield from self.sealed[window]
 
-    def _rows(
-        self, window: int, counted: dict[Key, Counter[int]], failed: Counter[WindowKey] | None = None
-    ) -> Iterator[dict[str, Any]]:
+    def _rows(self, window: int, counted: dict[Key, Counter[int]]) -> Iterator[dict[str, Any]]:
         """WINDOW's rows: each key's from its non-empty buckets, sorted; then each kind's Aggregated
-        row from the same buckets (summed_percentiles: its keys are never added up). FAILED: the
-        failures counted (the sealed windows' when not given)."""
-        failed = self.failures if failed is None else failed
+        row from the same buckets (summed_percentiles: its keys are never added up), with the
+        failures sealing counted."""
+        failed = self.failures.get(window, Counter())
         parts: dict[str, list[tuple[list[int], list[int]]]] = {}
         fails: Counter[str] = Counter()
         for key in sorted((k for k in counted if counted[k]), key=lambda k: (k[1], k[0], _kind_order(k[2]))):
-            request_type, name, kind = key
-            failures = failed[(window, request_type, name, kind)]
+            kind = key[2]
+            failures = failed[key]
             indices = sorted(counted[key])
             counts = list(map(counted[key].__getitem__, indices))
             yield bucket_row(window, key, indices, counts, failures)
