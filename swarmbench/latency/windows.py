@@ -141,6 +141,12 @@ def window_of(seconds_since_start: float) -> int:
     return max(0, int(seconds_since_start // WINDOW_S))
 
 
+def rebased(window: int, counted_from: float, t0: float) -> int:
+    """WINDOW of a clock that counted from COUNTED_FROM, counted from T0 instead (a web-UI reset
+    moved the start): by the window's start, so what ended before T0 lands in window 0."""
+    return window_of(counted_from + window * WINDOW_S - t0)
+
+
 def pack(values: Counter[int]) -> tuple[bytes, list[int]]:
     """Samples VALUES {µs: how many} as shipped: (16-bit little-endian bucket indices, one per
     sample, of the buckets holding at most REPEAT_MAX; [index, count, ...] of the others).
@@ -187,7 +193,7 @@ def rebase(shipment: Any, counted_from: float, t0: float) -> Any:
     (merge() names it)."""
     try:
         keys, entries = shipment
-        moved = [[window_of(counted_from + e[0] * WINDOW_S - t0), *e[1:]] for e in entries]
+        moved = [[rebased(e[0], counted_from, t0), *e[1:]] for e in entries]
     except (TypeError, ValueError, IndexError):
         return shipment
     return Shipment(keys, moved)
