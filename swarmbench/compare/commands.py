@@ -205,8 +205,9 @@ def trend_command(args: argparse.Namespace) -> int:
     from swarmbench.history.commands import opened, store_spec
 
     with opened(store_spec(args.history)) as store:
-        found = trend.trend_json(store, args.branch, args.last)
-        page = trend.trend_page(store, args.branch, args.last, found) if args.out else None
+        series = trend.trend_series(store, args.branch, args.last)
+        found = trend.trend_json(store, args.branch, args.last, series)
+    page = trend.trend_page(args.branch, found, series) if args.out else None
     if args.json:
         print(json.dumps({"change_points": found["change_points"]}, indent=2))
     else:

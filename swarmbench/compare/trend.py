@@ -494,6 +494,11 @@ def trend(
     series = store.series(
         config.fingerprint, config.host, config.testbed, config.branch, metrics=metrics, last=last
     )
+    return series_changes(series, metrics)
+
+
+def series_changes(series: Series, metrics: Sequence[str] = TREND_METRICS) -> list[Change]:
+    """Every change point of SERIES (one configuration's runs), by name."""
     out = []
     for (type_, name), per in sorted(series.values.items()):
         for metric in metrics:
@@ -664,11 +669,26 @@ def configurations(store: Store, branch: str, min_runs: int = 2) -> list[Configu
     return [c for c in store.configurations() if c.branch == branch and c.runs >= min_runs]
 
 
-def trend_json(store: Store, branch: str = "main", last: int | None = None) -> dict:
-    """`swarmbench trend --json`: every change point of every configuration of BRANCH."""
+def trend_series(store: Store, branch: str, last: int | None = None) -> list[tuple[Configuration, Series]]:
+    """Each configuration of BRANCH with its series (its LAST runs, if given): what trend_json and
+    trend_page read, queried once."""
+    return [
+        (c, store.series(c.fingerprint, c.host, c.testbed, c.branch, metrics=TREND_METRICS, last=last))
+        for c in configurations(store, branch)
+    ]
+
+
+def trend_json(
+    store: Store,
+    branch: str = "main",
+    last: int | None = None,
+    found: list[tuple[Configuration, Series]] | None = None,
+) -> dict:
+    """`swarmbench trend --json`: every change point of every configuration of BRANCH (FOUND:
+    trend_series' answer, queried here when not given)."""
     points = []
-    for config in configurations(store, branch):
-        for c in trend(store, config, last=last):
+    for config, series in trend_series(store, branch, last) if found is None else found:
+        for c in series_changes(series):
             points.append(
                 {
                     "name": c.name,
@@ -723,11 +743,12 @@ TREND_LABELS = {"rps": "throughput (req/s)", "p50_ms": "p50 (ms)", "p90_ms": "p9
 """Each trend metric as its chart's y axis names it, with its unit."""
 
 
-def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
+def trend_page(branch: str, found: dict, series_found: list[tuple[Configuration, Series]]) -> str:
     """trend.html: per configuration of BRANCH, its change points (FOUND: trend_json's answer) in a
     table, then one chart per request name and metric: the runs' values, the mean of each segment
     between change points as a dashed step, and each change point as a vertical mark just before
-    the first run after it. One self-contained file, inline SVG."""
+    the first run after it (SERIES_FOUND: trend_series' answer, the one trend_json read). One
+    self-contained file, inline SVG."""
     from html import escape
 
     from swarmbench.page import skeleton
@@ -736,8 +757,7 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
         f"<h1>Trend: branch {escape(branch)}</h1>",
         f"<p>History <code>{escape(found['store'])}</code>. Method: {escape(found['method'])}.</p>",
     ]
-    for config in configurations(store, branch):
-        series = store.series(config.fingerprint, config.host, config.testbed, branch, last=last)
+    for config, series in series_found:
         where = {(r.started_at, r.run_id): i for i, r in enumerate(series.runs)}
         key = (config.fingerprint, config.host, config.testbed)
         mine = [p for p in found["change_points"] if (p["fingerprint"], p["host"], p["testbed"]) == key]

@@ -107,8 +107,13 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 def utc_iso(t: datetime | None, timespec: str = "milliseconds") -> str | None:
-    """`2026-11-21T19:45:00.123Z`: run.json's and sweep.json's time format."""
-    return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z") if t else None
+    """`2026-11-21T19:45:00.123Z`: run.json's, sweep.json's and the history store's time format
+    (fixed width: text order is time order). A T without a time zone is taken as UTC."""
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 # --- Locust's CSV columns: an interface we do not own, named once ---------------------------------

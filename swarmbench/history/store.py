@@ -65,7 +65,7 @@ from urllib.parse import quote
 
 from swarmbench.core import folder as col
 from swarmbench.core.atomic import atomic_file, write_atomic
-from swarmbench.history.record import METRICS, FolderError, RunData, iso, read_run
+from swarmbench.history.record import METRICS, FolderError, RunData, read_run
 
 # --- the tables -----------------------------------------------------------------------------------
 
@@ -436,7 +436,7 @@ class Store:
 
     def add_runs(self, runs: Sequence[RunData]) -> list[bool]:
         """Add RUNS (already read) in one transaction; per run, True if added, False if there."""
-        added_at = iso(datetime.now(UTC))
+        added_at = col.utc_iso(datetime.now(UTC))
         out = []
         with self._db.write() as cur:
             for run in runs:

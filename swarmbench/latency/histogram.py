@@ -392,6 +392,22 @@ class LatencyBook:
         return cls.from_json(data, path)
 
 
+class LatencyView(LatencyBook):
+    """A LatencyBook over histograms another object goes on counting into (Windows.totals: the run so
+    far, asked every live poll), without copying them: read it now; nothing can be added to it (a
+    TypeError), and a reader that keeps figures across the owner's later counting copies them."""
+
+    def __init__(self, hists: dict[Key, HdrHistogram]) -> None:
+        super().__init__()
+        self.hists = hists
+
+    def _hist(self, key: Key) -> HdrHistogram:
+        raise TypeError("a LatencyView is read-only: add its histograms into a LatencyBook instead")
+
+    def add(self, key: Key, hist: HdrHistogram) -> None:
+        self._hist(key)
+
+
 def decode(text: Any, where: str | Path, row: str) -> HdrHistogram:
     """One encoded histogram, HdrHistogram's V2 or ours (the compact one: the windows file's); InputError
     naming WHERE and ROW when it is not one (truncated, bad base64, a wrong cookie: hdrh raises a

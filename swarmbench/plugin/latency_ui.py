@@ -34,7 +34,7 @@ from typing import Any
 from flask import Response, jsonify, request
 
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.latency.histogram import LatencyBook, percentile_values
+from swarmbench.latency.histogram import LatencyBook, percentile_columns
 from swarmbench.latency.windows import WINDOW_S
 from swarmbench.page import skeleton
 
@@ -76,11 +76,11 @@ def rows(book: LatencyBook) -> list[dict[str, Any]]:
 
 def _row(name: str, request_type: str, hist: Any) -> dict[str, Any]:
     count = hist.get_total_count()
-    values = percentile_values(hist, PERCENTILES) if count else {}
+    columns = percentile_columns(hist, PERCENTILES) if count else {}  # the CSV's figures, in ms
     row: dict[str, Any] = {"name": name, "type": request_type, "count": count}
     for p in PERCENTILES:
-        row[f"p{p:g}"] = round(values[p] / 1000, 3) if p in values else None
-    row["max"] = round(hist.get_max_value() / 1000, 3) if count else None
+        row[f"p{p:g}"] = columns.get(f"p{p:g}_ms")
+    row["max"] = columns.get("max_ms")
     return row
 
 

@@ -88,7 +88,7 @@ from swarmbench.core.openmodel import (
     generator_iterations,
     summarize,
 )
-from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, percentile_ms
+from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, max_ms, percentile_ms
 from swarmbench.plugin.options import die
 
 # --- waking greenlets at an exact time ------------------------------------------------------------
@@ -611,7 +611,7 @@ def latency_summary(book: LatencyBook) -> OpenLatency:
                 count=hist.get_total_count(),
                 p50=percentile_ms(hist, 50),
                 p99=percentile_ms(hist, 99),
-                max=round(hist.get_max_value() / 1000, 3),
+                max=max_ms(hist),
             )
             setattr(out, kind, figures)
     if out.service and out.intended and out.service.p99 is not None and out.intended.p99 is not None:

@@ -55,10 +55,10 @@ from swarmbench.core.loadspec import STORES, STRONG
 from swarmbench.core.manifest import git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
-from swarmbench.runner.compose import run_folders
 from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner, SweepSettings
 from swarmbench.runner.settings import ROOT, SWARMBENCH, Headless, display, record_runs, results_dir
 from swarmbench.runner.sweep import Progress
+from swarmbench.runner.terminal import run_folders
 
 # --- --baseline: one run against a saved baseline ----------------------------------------------------
 

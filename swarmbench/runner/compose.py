@@ -14,7 +14,6 @@ from pathlib import Path
 
 from swarmbench.core import exits
 from swarmbench.core.exits import UsageError
-from swarmbench.core.folder import MANIFEST
 from swarmbench.core.manifest import git_branch, git_commit
 from swarmbench.runner.settings import ROOT, Headless, results_dir
 from swarmbench.runner.terminal import Console
@@ -155,10 +154,6 @@ def prepare_results(env: dict[str, str], results: Path) -> None:
             f"cannot make {results} writable by the containers' user (uid {uid}) only: {e.strerror or e}"
         ) from None
     env["SWARMBENCH_UID"], env["SWARMBENCH_GID"] = str(uid), str(gid)
-
-
-def run_folders(results: Path) -> set[Path]:
-    return set(results.rglob(MANIFEST)) if results.exists() else set()
 
 
 def stack_env(settings: Headless, environ: dict[str, str] | None = None) -> tuple[dict[str, str], Path]:
