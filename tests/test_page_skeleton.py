@@ -123,8 +123,9 @@ def test_trend_html(tmp_path):
     step = {("", AGGREGATED, "p95_ms"): 1.3}
     spec = stored(tmp_path / "h.sqlite", history(12, 0.01, seed=1, step=lambda i: step if i >= 6 else {}))
     with open_store(spec) as store:
-        found = trend.trend_json(store, "main")
-        page = trend.trend_page(store, "main", None, found)
+        series = trend.trend_series(store, "main")
+        found = trend.trend_json(store, "main", None, series)
+    page = trend.trend_page("main", found, series)
     assert_one_document(page, "Swarmbench trend", "")
     assert "<h1>Trend: branch main</h1>" in page and "<svg" in page
 
