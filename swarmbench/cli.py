@@ -576,10 +576,10 @@ def _run_headless(args: argparse.Namespace) -> int:
 def _run_sweep(args: argparse.Namespace) -> int:
     from swarmbench.runner import points, settings, sweep
 
-    if not args.dry_run:  # a plan needs no checkout (given SWARMBENCH_RESULTS); the runs do
-        settings.checkout(f"{args.root} {args.command}")
     env = points.store_comparison_env(os.environ) if args.store_comparison else dict(os.environ)
     chosen = points.sweep_settings(vars(args), env)
+    if not args.dry_run:  # a plan needs no checkout (given SWARMBENCH_RESULTS); the runs do
+        settings.checkout(f"{args.root} {args.command}")
     if not args.no_report and not args.dry_run:
         require("analysis", "the sweep's report (--no-report skips it)")
     record = None if args.dry_run else recording(args)
