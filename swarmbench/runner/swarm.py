@@ -26,7 +26,7 @@ from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import write_json_atomic
 from swarmbench.core.manifest import Node, Nodes, RunManifest
 from swarmbench.runner.compose import COMPOSE_FILES, check_docker, compose_cmd, stack_env
-from swarmbench.runner.settings import ROOT, Headless, display, timespan_seconds
+from swarmbench.runner.settings import Headless, checkout, display, timespan_seconds
 from swarmbench.runner.terminal import Console, run_folders
 
 STACK_FILE = "compose/swarm.yml"
@@ -345,8 +345,9 @@ def _deploy_and_follow(
     stack: str, env: dict[str, str], files: list[str], settings: Headless, console: Console
 ) -> tuple[int, list[Task]]:
     deploy = ["stack", "deploy", "--resolve-image", "never"]
+    root = checkout()  # the stack files are the checkout's
     for f in files:
-        deploy += ["-c", str(ROOT / f)]
+        deploy += ["-c", str(root / f)]
     seen: list[Task] = []
     logs = None
     try:
