@@ -35,6 +35,7 @@ import numpy as np
 from swarmbench.compare.trend import (
     HIGHER_IS_BETTER,
     MAX_PVALUE,
+    NOISE_KEEP,
     TREND_MAGNITUDE,
     TREND_METRICS,
     TREND_NOISES,
@@ -65,7 +66,7 @@ CHECK_ALPHA = 0.05
 
 CHECK_DF_SHARE = 0.6
 """The robust noise's degrees of freedom as a share of the run-to-run differences it comes from
-(trend.NOISE_KEEP's trimmed differences: 14.7 from 29 under normal noise)."""
+(trend.NOISE_KEEP's trimmed differences: 17.0 from 29 under normal noise)."""
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ CHECK_METHOD = (
     f"magnitude floor, or the current level (last {CURRENT_RUNS} runs) is worse than the anchor (the level "
     f"before the oldest open regression; first {ANCHOR_RUNS} runs since the newest accepted one) beyond "
     f"the floor at a one-sided p <= {CHECK_ALPHA:g} for all series together (Bonferroni; robust noise: "
-    "the run-to-run differences, 20 % trimmed), on the log scale"
+    f"the run-to-run differences, {100 - NOISE_KEEP * 100:g} % trimmed), on the log scale"
 )
 """The check's method in one line, printed with its answer."""
 
@@ -283,6 +284,9 @@ def open_table(found: dict) -> str:
             levels = f"{r['anchor_level']:.4g} -> {r['current_level']:.4g}"
             lines.append(f"    {r['name']} {r['metric']}: {levels} ({change}; {r['why']}; "
                          f"anchor {r['anchor'][0]}..{r['anchor'][1]})")  # fmt: skip
-    lines.append("accept a new level: swarmbench history accept RUN --reason TEXT; or fix it")
+    lines.append(
+        f"accept a new level: swarmbench history accept {next(iter(by_run))} --reason TEXT "
+        "(the run that starts the level accepted); or fix it"
+    )
     lines.append(f"check: {found['check_method']}")
     return "\n".join(lines)
