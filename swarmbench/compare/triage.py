@@ -69,6 +69,14 @@ CHECK_DF_SHARE = 0.6
 (trend.NOISE_KEEP's trimmed differences: 17.0 from 29 under normal noise)."""
 
 
+POOL_MIN_NAMES = 3
+"""The names (request names and Aggregated) a metric needs before their noise is pooled (_spreads)."""
+
+POOL_SHARE = 0.64
+"""The pooled noise's degrees of freedom as a share of its names' together: a median's efficiency
+against a mean (2/pi)."""
+
+
 @dataclass(frozen=True)
 class Regression:
     """One open regression of one series: why (`change point` or `level`), the first run of it (the
@@ -131,19 +139,47 @@ def check(
     for c in changes:
         by_series.setdefault((c.type, c.name, c.metric), []).append(c)
     n_series = max(1, len(series.values) * len(metrics))
+    spreads = _spreads(series.values, metrics)
     out = []
     for (type_, name), per in sorted(series.values.items()):
         for metric in metrics:
             y = np.asarray(per[metric], dtype=float)
-            found = _open(
-                y, by_series.get((type_, name, metric), []), acc, pinned, metric, n_series, magnitude
-            )
+            changed = by_series.get((type_, name, metric), [])
+            spread = spreads[(type_, name, metric)]
+            found = _open(y, changed, acc, pinned, metric, n_series, magnitude, spread)
             if found is not None:
                 why, since, (a0, a1), levels, p = found
                 change = (levels[1] / levels[0] - 1) * 100 if levels[0] else math.inf
                 out.append(Regression(config, type_, name, metric, why, runs[since], (runs[a0], runs[a1]),
                                       levels[0], levels[1], change, p))  # fmt: skip
     return changes, out
+
+
+def _spreads(
+    values: dict[tuple[str, str], dict[str, list[float]]], metrics: Sequence[str]
+) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """Per series, the level test's noise and its degrees of freedom: the series' own robust noise,
+    or the median of the configuration's names for that metric where it is larger (POOL_SHARE of
+    their degrees of freedom together). Where the names' noise is alike, an own estimate that came
+    out low by chance (what makes a false alarm) is replaced by the better-known pooled one; a name
+    noisier than the rest keeps its own (the median never lowers a series' noise)."""
+    own: dict[tuple[str, str, str], tuple[float, float]] = {}
+    for (type_, name), per in values.items():
+        for metric in metrics:
+            x = log_scale(np.asarray(per[metric], dtype=float))
+            finite = int(np.isfinite(x).sum())
+            own[(type_, name, metric)] = (robust_noise(x), max(1.0, CHECK_DF_SHARE * (finite - 2)))
+    out = dict(own)
+    for metric in metrics:
+        mine = {k: v for k, v in own.items() if k[2] == metric and math.isfinite(v[0])}
+        if len(mine) < POOL_MIN_NAMES:
+            continue
+        pooled = float(np.median([v[0] for v in mine.values()]))
+        df = POOL_SHARE * sum(v[1] for v in mine.values())
+        for k, (noise, _) in mine.items():
+            if noise < pooled:
+                out[k] = (pooled, df)
+    return out
 
 
 def _open(
@@ -154,9 +190,11 @@ def _open(
     metric: str,
     n_series: int,
     magnitude: float | None,
+    spread: tuple[float, float],
 ) -> tuple[str, int, tuple[int, int], tuple[float, float], float | None] | None:
     """One series' open regression, if any: (why, its first run, the anchor's first and last run,
-    (anchor level, current level), the level test's p or None)."""
+    (anchor level, current level), the level test's p or None). SPREAD: the level test's noise and
+    degrees of freedom (_spreads)."""
     x = log_scale(y)
     logged = x is not y
     finite = np.flatnonzero(np.isfinite(x))
@@ -194,11 +232,11 @@ def _open(
         return None
     if open_points:  # the change point says where; its test was the trend's
         return "change point", open_points[0], (int(anchor[0]), int(anchor[-1])), levels, None
-    if not (noise > 0) or not logged:
+    sd, df = spread
+    if not (sd > 0) or not logged:
         return None
-    z = worse_by / (noise * math.sqrt(1 / len(c) + 1 / len(a)))
-    df = max(1, round(CHECK_DF_SHARE * (len(finite) - 2)))
-    p = t_two_sided_p(z, df) / 2
+    z = worse_by / (sd * math.sqrt(1 / len(c) + 1 / len(a)))
+    p = t_two_sided_p(z, max(1, round(df))) / 2
     if p * n_series > CHECK_ALPHA:
         return None
     since = int(finite[finite > anchor[-1]][0])  # the first run after the anchor
