@@ -158,6 +158,7 @@ def test_trend_writes_its_page_and_json(tmp_path: Path) -> None:
     assert f"({p95['run_id']}, fixture)" in page and "segment mean" in page and ">p95 (ms)</text>" in page
     assert f"<td>{p95['run_id']}</td><td>fixture</td><td>{AGGREGATED}</td><td>p95 (ms)</td>" in page
     assert "no change point" not in page.split("<figure>")[1]  # the charts with a change come first
+    assert f"<li>{p95['run_id']} (fixture): " in page.split("<h2>Runs that changed</h2>")[1]
     marked = [f for f in page.split("<figure>")[1:] if "<title>change point</title>" in f]
     assert len(marked) == len({(p["name"], p["metric"]) for p in saved["change_points"]}) >= 1
     last = ok("trend", "--history", store, "--last", "20", "--json")
@@ -254,8 +255,10 @@ def test_trend_check_exits_3_until_the_regression_is_accepted(tmp_path: Path) ->
     triage = json.loads(ok("history", "triage", "--json", "--history", store))
     assert triage["open"] == [] and [(d["run_id"], d["reason"]) for d in triage["accepted"]] == [
         (p95["since"], "the new cache layer costs 8 %")]  # fmt: skip
-    pinned = swarmbench("trend", "--check", "--anchor", "r10", "--history", store)
+    pinned = swarmbench("trend", "--check", "--anchor", "r10", "--history", store, "-o", tmp_path / "page")
     assert pinned.returncode == 3 and "anchor r1..r10" in pinned.stdout
+    page = (tmp_path / "page" / "trend.html").read_text()
+    assert "<h2>Open regressions: " in page and f"{AGGREGATED} p95_ms since " in page
 
 
 def test_trend_check_passes_a_flat_history(tmp_path: Path) -> None:

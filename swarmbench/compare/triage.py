@@ -111,6 +111,14 @@ def find_anchor(store: Store, config: Configuration, run: str) -> RunRecord:
     raise HistoryError(f"--anchor {run}: no such run of branch {config.branch} in {store.where}")
 
 
+def _holds(store: Store, config: Configuration, run: str) -> bool:
+    try:
+        find_anchor(store, config, run)
+    except HistoryError:
+        return False
+    return True
+
+
 def check(
     store: Store,
     config: Configuration,
@@ -268,8 +276,13 @@ def check_json(
     """trend_json's answer (compare/trend.py) with `open`: every open regression of BRANCH, and
     `accepted`: the decisions recorded for its runs."""
     points, regressions = [], []
-    for config in configurations(store, branch):
-        changes, found = check(store, config, last=last, anchor=anchor, window=window, max_pvalue=max_pvalue,
+    configs = configurations(store, branch)
+    pinned = {(c.fingerprint, c.host, c.testbed) for c in configs if anchor and _holds(store, c, anchor)}
+    if anchor and not pinned:
+        raise HistoryError(f"--anchor {anchor}: no such run of branch {branch} in {store.where}")
+    for config in configs:  # a pinned run is one configuration's: the others keep their own anchor
+        mine = anchor if (config.fingerprint, config.host, config.testbed) in pinned else None
+        changes, found = check(store, config, last=last, anchor=mine, window=window, max_pvalue=max_pvalue,
                                magnitude=magnitude)  # fmt: skip
         points += [point_json(config, c) for c in changes]
         regressions += [regression_json(r) for r in found]
