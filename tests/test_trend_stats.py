@@ -331,3 +331,14 @@ def test_a_skipped_window_has_no_split_that_could_pass(seed, step, alpha) -> Non
         assert not (hopeless and passing), (k, passing)
     if step == 0.08:
         assert not skipped[7]  # the window 175..225 holds the step
+
+
+def test_the_merge_alone_keeps_what_change_points_kept_and_drops_a_point_without_support() -> None:
+    """trend.merged: the merge step on given points. On change_points' own points it changes nothing;
+    a point added where nothing changed is merged away and its neighbours' means span it again."""
+    for seed in range(20):
+        x = history(seed + 30_000, n=120, step_at=60, step=0.1)
+        found = change_points(x, log=True, min_magnitude=0.05)
+        assert trend.merged(x, [cp.index for cp in found], log=True, min_magnitude=0.05) == found
+        assert len(found) == 1 and abs(found[0].index - 60) <= 4
+        assert trend.merged(x, [30, found[0].index], log=True, min_magnitude=0.05) == found

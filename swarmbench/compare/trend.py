@@ -435,21 +435,47 @@ def change_points(
     twice as slow is as far off as one half as slow, and the noise is multiplicative); the means
     reported are then geometric means, the floor RESOLUTION / sqrt(12) in log units. A series with
     a value <= 0 is searched on its own scale."""
+    kept, prep, log = _prepare(series, window, log)
+    if prep is None:
+        return []
+    first_pass = max_pvalue * 10 if max_pvalue < 0.05 else max_pvalue * 2 if max_pvalue < 0.5 else max_pvalue
+    found = _merge(split(prep, window, first_pass), prep, max_pvalue, min_magnitude, log)
+    return [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in found]
+
+
+def merged(
+    series: Sequence[float] | np.ndarray,
+    indices: Sequence[int],
+    *,
+    max_pvalue: float = MAX_PVALUE,
+    min_magnitude: float = MIN_MAGNITUDE,
+    log: bool = False,
+) -> list[ChangePoint]:
+    """The merge step alone on given points (INDICES: first runs after, positions in SERIES, as
+    change_points gives them): the trend's points left after its false discovery control, re-tested
+    between their new neighbours and kept while they still reach MAX_PVALUE and MIN_MAGNITUDE."""
+    kept, prep, log = _prepare(series, 2, log)  # the merge reads prefix sums only: no pair table
+    if prep is None or not len(indices):
+        return []
+    positions = [int(i) for i in np.searchsorted(kept, np.asarray(indices))]
+    found = _merge(positions, prep, max_pvalue, min_magnitude, log)
+    return [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in found]
+
+
+def _prepare(
+    series: Sequence[float] | np.ndarray, window: int, log: bool
+) -> tuple[np.ndarray, Prepared | None, bool]:
+    """(positions of the finite values, the search over them or None under 3, log scale used)."""
     raw = np.asarray(series, dtype=float)
     kept = np.flatnonzero(np.isfinite(raw))
     x = raw[kept] if len(kept) < len(raw) else raw
     if len(x) < 3:
-        return []
+        return kept, None, False
     log = log and bool((x > 0).all())
     if log:
         x = np.log(x)
     floor = RESOLUTION / math.sqrt(12) * (1.0 if log else float(np.abs(x).max()))
-    first_pass = max_pvalue * 10 if max_pvalue < 0.05 else max_pvalue * 2 if max_pvalue < 0.5 else max_pvalue
-    prep = Prepared(x, window, floor)
-    found = _merge(split(prep, window, first_pass), prep, max_pvalue, min_magnitude, log)
-    if len(kept) < len(raw):
-        found = [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in found]
-    return found
+    return kept, Prepared(x, window, floor), log
 
 
 # --- the merge ------------------------------------------------------------------------------------
@@ -611,7 +637,9 @@ def trend(
     TREND_MAGNITUDE or TREND_NOISES x the series' robust noise, the larger); then across all series
     of the configuration each point's p, Bonferroni-adjusted for the split being chosen among its
     segment's positions (p x (runs between its neighbours - 1)), is kept at Benjamini-Yekutieli's
-    false discovery rate FDR. A name is analysed over the runs that have it."""
+    false discovery rate FDR; in a series that lost points, the survivors are merged again (merged:
+    re-tested between their new neighbours, so no point describes a segment that is no longer
+    one). A name is analysed over the runs that have it."""
     series = store.series(
         config.fingerprint, config.host, config.testbed, config.branch, metrics=metrics, last=last
     )
@@ -628,7 +656,7 @@ def series_changes(
     fdr: float = TREND_FDR,
 ) -> list[Change]:
     """trend() on a configuration's series already read (SERIES, with METRICS)."""
-    found: list[tuple[str, str, str, np.ndarray, list[ChangePoint], list[float]]] = []
+    found: list[tuple[str, str, str, np.ndarray, list[ChangePoint], float, list[float]]] = []
     hypotheses = 0
     for (type_, name), per in sorted(series.values.items()):
         for metric in metrics:
@@ -638,15 +666,17 @@ def series_changes(
             floor = floor if math.isfinite(floor) else TREND_MAGNITUDE
             points = change_points(y, window=window, max_pvalue=max_pvalue, min_magnitude=floor, log=True)
             hypotheses += max(1, len(points))
-            found.append((type_, name, metric, y, points, _selection_adjusted(y, points)))
+            found.append((type_, name, metric, y, points, floor, _selection_adjusted(y, points)))
     qvalues = iter(by_qvalues([p for *_, adjusted in found for p in adjusted], hypotheses))
     out = []
-    for type_, name, metric, y, points, _ in found:
-        q = [next(qvalues) for _ in points]
-        kept = [(cp, qv) for cp, qv in zip(points, q, strict=True) if qv <= fdr]
-        if len(kept) < len(points):  # the kept points' means, between kept neighbours only
-            kept = list(zip(_restated(y, [cp for cp, _ in kept]), [qv for _, qv in kept], strict=True))
-        for cp, qv in kept:
+    for type_, name, metric, y, points, floor, _ in found:
+        q = {cp.index: next(qvalues) for cp in points}
+        kept = [cp for cp in points if q[cp.index] <= fdr]
+        if len(kept) < len(points):  # the survivors re-tested between their new neighbours
+            survivors = [cp.index for cp in kept]
+            kept = merged(y, survivors, max_pvalue=max_pvalue, min_magnitude=floor, log=True)
+        for cp in kept:
+            qv = q[cp.index]
             worse = (
                 cp.mean_after < cp.mean_before
                 if metric in HIGHER_IS_BETTER
@@ -663,24 +693,6 @@ def _selection_adjusted(y: np.ndarray, points: list[ChangePoint]) -> list[float]
     bounds = [0, *(cp.index for cp in points), len(y)]
     return [min(1.0, cp.pvalue * max(1, int(finite[bounds[k + 2]] - finite[bounds[k]]) - 1))
             for k, cp in enumerate(points)]  # fmt: skip
-
-
-def _restated(y: np.ndarray, points: list[ChangePoint]) -> list[ChangePoint]:
-    """POINTS with their means (geometric where the series is on the log scale) and change in %
-    recomputed between their own neighbours (p kept): after the points between them were dropped."""
-    x = log_scale(y)
-    logged = x is not y
-    bounds = [0, *(cp.index for cp in points), len(y)]
-    out = []
-    for k, cp in enumerate(points):
-        means = []
-        for a, b in ((bounds[k], bounds[k + 1]), (bounds[k + 1], bounds[k + 2])):
-            seg = x[a:b][np.isfinite(x[a:b])]
-            means.append(float(np.exp(seg.mean()) if logged else seg.mean()))
-        m1, m2 = means
-        change = (m2 / m1 - 1) * 100 if m1 else math.inf if m2 > m1 else -math.inf if m2 < m1 else 0.0
-        out.append(dataclasses.replace(cp, mean_before=m1, mean_after=m2, change_percent=change))
-    return out
 
 
 # --- the gate as `swarmbench compare` gives it: a verdict per name and metric ---------------------
