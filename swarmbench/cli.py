@@ -2,7 +2,7 @@
 
     swarmbench up | headless | sweep | knee | ab | swarm-lab     run load (the host runner)
     swarmbench compare | floor | trend                          did it get slower? (numpy)
-    swarmbench history add | list | import | export            every run remembered (SQLite, PostgreSQL)
+    swarmbench history add | list | import | export | accept | triage   every run remembered
     swarmbench report | summary | checks                        read run folders (pandas, matplotlib)
     swarmbench launch master|worker [--headless] [LOCUST ARGS]  the Locust image's entrypoint
 
@@ -380,6 +380,20 @@ def _history(sub) -> None:
             help="the machine's name (default: each run.json's, else this machine's CPU and count)",
         )
         add_history(a)
+    a = actions.add_parser(
+        "accept", help="accept the new level a run starts (the trend's check stops calling it open)"
+    )
+    a.add_argument(
+        "run", metavar="RUN", help="the run (its run id or run_key) that starts the accepted level"
+    )
+    a.add_argument("--reason", help="why the new level is accepted (required: recorded with the decision)")
+    add_history(a)
+    a = actions.add_parser(
+        "triage", help="the open regressions of a branch and the decisions recorded (numpy)"
+    )
+    a.add_argument("--branch", default="main", help="the branch (default main)")
+    a.add_argument("--json", action="store_true", help="print the open regressions and decisions as JSON")
+    add_history(a)
     a = actions.add_parser("list", help="the stored runs, oldest first")
     a.add_argument("--json", action="store_true", help="one JSON object per run")
     add_history(a)
@@ -398,7 +412,28 @@ def _trend(sub) -> None:
     add_history(p)
     p.add_argument("--branch", default="main", help="the branch whose runs make the series (default main)")
     p.add_argument("--last", type=int, metavar="N", help="only the last N runs of each configuration")
-    p.add_argument("--json", action="store_true", help='print {"change_points": [...]} instead of the table')
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"change_points": [...], "runs": [...]} instead of the table',
+    )
+    p.add_argument(
+        "--pvalue", type=float, help="a change point's t-test p after the merge (Otava's; default 0.001)"
+    )
+    p.add_argument(
+        "--magnitude",
+        type=float,
+        help="the smallest change kept, a fraction (Otava's; default: 0.02 or the series' noise, the larger)",
+    )
+    p.add_argument("--window", type=int, help="runs per sliding window of the split (Otava's; default 50)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 3 while an un-triaged regression stands on the branch (docs/history.md: triage)",
+    )
+    p.add_argument(
+        "--anchor", metavar="RUN", help="with --check: the run whose level is the reference (a release)"
+    )
     add_out(p, False, "write trend.html (one chart per name and metric) and trend.json there")
 
 
@@ -625,6 +660,11 @@ def _run_floor(args: argparse.Namespace) -> int:
 
 
 def _run_history(args: argparse.Namespace) -> int:
+    if args.action == "triage":  # the trend's statistics: numpy
+        require("compare", "swarmbench history triage")
+        from swarmbench.compare import commands as compare_commands
+
+        return compare_commands.triage_command(args)
     from swarmbench.history import commands
 
     return commands.run(args)
