@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarmbench.core.launch import Launch
-from swarmbench.runner.settings import ROOT
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout this script is in: not the installed package's folder (site-packages after pip install)."""
 
 CONNECT_WAIT_S = 120.0
 """How long the masters may take to see every worker and start (--expect-workers-max-wait)."""

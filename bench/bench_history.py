@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from swarmbench.compare.trend import TREND_METRICS, change_points, gate_outcome, prediction_interval, trend
+from swarmbench.core.folder import utc_iso
 from swarmbench.history import NameStats, RunData, open_store, read_run
-from swarmbench.history.record import iso
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ def synthetic_runs(count: int, names: int, seed: int = 0) -> list[RunData]:
                                    name="Aggregated" if aggregated else f"GET /name/{k}",
                                    requests=12_000, failures=3, exact=True,
                                    hdr=None if aggregated else hdrs[k % len(hdrs)], **figures))  # fmt: skip
-        started = iso(FIRST_START + timedelta(minutes=2 * i))
+        started = utc_iso(FIRST_START + timedelta(minutes=2 * i))
         identity = {"run_key": f"bench-{i}@{started}", "run_id": f"bench-{i}", "started_at": started}
         runs.append(dataclasses.replace(template, git_commit=f"{i:040x}", stats=tuple(stats), **identity))
     return runs

@@ -34,7 +34,9 @@ from swarmbench.core.launch import Launch
 from swarmbench.core.manifest import RunManifest
 from swarmbench.runner.points import free_port
 from swarmbench.runner.points import wait_http_or_raise as wait_http
-from swarmbench.runner.settings import ROOT
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout this script is in: not the installed package's folder (site-packages after pip install)."""
 
 WARMUP_SHARE = 0.25
 """The first quarter of the run is warm-up (imports, connection pools, gevent's caches): growth is

@@ -7,11 +7,15 @@ Packages are layers, each importing only those below it (pyproject.toml [tool.im
     analysis  run folders -> summaries, Amdahl/USL fits, charts, report (pandas, matplotlib)
     runner    the host side: compose, swarm, local processes, sweeps, make ab (standard library)
     plugin    inside Locust: options, the run's folder and run.json, thresholds, a clean end
-    compare   did it get slower? the comparison's statistics (numpy)
+    compare   did it get slower? the comparison's statistics, the history's gate and trend (numpy)
+    page      the run page: every run folder's report.html and its SVG charts (standard library)
     latency   exact latency: HDR histograms, per window, merged, encoded (hdrhistogram)
+    history   every run remembered: add, list, import, export (SQLite; psycopg for PostgreSQL)
     core      the facts every part shares: run.json, folders, grammars, rules (standard library)
 
-Importing `swarmbench` imports none of them. docs/development.md maps every module.
+One line per package, in the order of the `layers` contract (tests/test_docs.py holds them equal;
+docs/development.md draws the layers from these lines). Importing `swarmbench` imports none of
+them. docs/development.md maps every module.
 """
 
 from __future__ import annotations

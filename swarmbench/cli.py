@@ -2,7 +2,7 @@
 
     swarmbench up | headless | sweep | knee | ab | swarm-lab     run load (the host runner)
     swarmbench compare | floor | trend                          did it get slower? (numpy)
-    swarmbench history add | list | import | export            every run remembered (SQLite, PostgreSQL)
+    swarmbench history add | list | import | export | accept | triage   every run remembered
     swarmbench report | summary | checks                        read run folders (pandas, matplotlib)
     swarmbench launch master|worker [--headless] [LOCUST ARGS]  the Locust image's entrypoint
 
@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from swarmbench.core import cmdline
 from swarmbench.core.exits import UsageError, die
 
 PROG = "swarmbench"
@@ -69,7 +70,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_out(p: argparse.ArgumentParser, required: bool, what: str) -> None:
-    p.add_argument("-o", "--out", type=Path, required=required, metavar="OUT", help=what)
+    p.add_argument(cmdline.OUT, "--out", type=Path, required=required, metavar="OUT", help=what)
 
 
 def add_levels(p: argparse.ArgumentParser) -> None:
@@ -93,9 +94,9 @@ def add_history(p: argparse.ArgumentParser, optional_value: bool = False) -> Non
         "(default $SWARMBENCH_HISTORY, else results/history.sqlite)"
     )
     if optional_value:
-        p.add_argument("--history", nargs="?", const="", metavar="STORE", help=text)
+        p.add_argument(cmdline.HISTORY, nargs="?", const="", metavar="STORE", help=text)
     else:
-        p.add_argument("--history", default="", metavar="STORE", help=text)
+        p.add_argument(cmdline.HISTORY, default="", metavar="STORE", help=text)
 
 
 def add_record(p: argparse.ArgumentParser) -> None:
@@ -142,12 +143,12 @@ def _up(sub) -> None:
 def _headless(sub) -> None:
     p = sub.add_parser("headless", help="one headless run: results/<run-id>/, exit code = Locust's")
     p.add_argument(
-        "--staging",
+        cmdline.STAGING,
         action="store_true",
         help="test LOCUST_HOST (required) without starting the bundled target (what `make staging` runs)",
     )
     p.add_argument(
-        "--swarm",
+        cmdline.SWARM,
         action="store_true",
         help="run as a Docker Swarm stack across the swarm's nodes (what `make swarm` runs)",
     )
@@ -318,14 +319,14 @@ def _report(sub) -> None:
     )
     add_paths(p)
     add_out(p, True, "output folder (created if needed)")
-    p.add_argument("--title", default="Swarmbench report", help="page title")
+    p.add_argument(cmdline.TITLE, default="Swarmbench report", help="page title")
     p.add_argument(
         "--include-partial",
         action="store_true",
         help="keep degraded, interrupted and failed runs (run.json status) in the scaling fits",
     )
     p.add_argument(
-        "--knee-p99-ms",
+        cmdline.KNEE_P99_MS,
         type=_milliseconds,
         default=KNEE_P99_MS,
         metavar="MS",
@@ -379,6 +380,20 @@ def _history(sub) -> None:
             help="the machine's name (default: each run.json's, else this machine's CPU and count)",
         )
         add_history(a)
+    a = actions.add_parser(
+        "accept", help="accept the new level a run starts (the trend's check stops calling it open)"
+    )
+    a.add_argument(
+        "run", metavar="RUN", help="the run (its run id or run_key) that starts the accepted level"
+    )
+    a.add_argument("--reason", help="why the new level is accepted (required: recorded with the decision)")
+    add_history(a)
+    a = actions.add_parser(
+        "triage", help="the open regressions of a branch and the decisions recorded (numpy)"
+    )
+    a.add_argument("--branch", default="main", help="the branch (default main)")
+    a.add_argument("--json", action="store_true", help="print the open regressions and decisions as JSON")
+    add_history(a)
     a = actions.add_parser("list", help="the stored runs, oldest first")
     a.add_argument("--json", action="store_true", help="one JSON object per run")
     add_history(a)
@@ -397,7 +412,28 @@ def _trend(sub) -> None:
     add_history(p)
     p.add_argument("--branch", default="main", help="the branch whose runs make the series (default main)")
     p.add_argument("--last", type=int, metavar="N", help="only the last N runs of each configuration")
-    p.add_argument("--json", action="store_true", help='print {"change_points": [...]} instead of the table')
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"change_points": [...], "runs": [...]} instead of the table',
+    )
+    p.add_argument(
+        "--pvalue", type=float, help="a change point's t-test p after the merge (Otava's; default 0.001)"
+    )
+    p.add_argument(
+        "--magnitude",
+        type=float,
+        help="the smallest change kept, a fraction (Otava's; default: 0.02 or the series' noise, the larger)",
+    )
+    p.add_argument("--window", type=int, help="runs per sliding window of the split (Otava's; default 50)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 3 while an un-triaged regression stands on the branch (docs/history.md: triage)",
+    )
+    p.add_argument(
+        "--anchor", metavar="RUN", help="with --check: the run whose level is the reference (a release)"
+    )
     add_out(p, False, "write trend.html (one chart per name and metric) and trend.json there")
 
 
@@ -441,8 +477,20 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, commands: Sequence
         return 2  # not reached: launch execs Locust
     if given[:1] == ["sweep"]:
         given = with_sweep_args(given, os.environ)
+    args = parse_args(given, prog, commands)
+    try:
+        return RUN[args.command](args)
+    except UsageError as e:
+        die(str(e), prog=prog)
+
+
+def parse_args(
+    argv: Sequence[str], prog: str = PROG, commands: Sequence[str] | None = None
+) -> argparse.Namespace:
+    """ARGV parsed as main() runs it (bad input: one line, exit 2). The runner's subprocesses are
+    parsed here too, in tests/test_cmdline.py: core/cmdline.py builds their argv."""
     parser = build_parser(prog, commands)
-    args, unknown = parser.parse_known_args(given)
+    args, unknown = parser.parse_known_args(list(argv))
     if unknown:  # said by the command's parser, so the line names the command and its --help
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     args.root = prog  # the program's name in every error, warning and check line
@@ -450,10 +498,7 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, commands: Sequence
     # `compare --history RUN` gives it RUN: the default store then.
     if args.command == "compare" and args.history and args.baseline is None:
         args.history, args.baseline = "", Path(args.history)
-    try:
-        return RUN[args.command](args)
-    except UsageError as e:
-        die(str(e), prog=prog)
+    return args
 
 
 def analysis_main(argv: Sequence[str] | None = None) -> int:
@@ -514,7 +559,9 @@ def check_compare_args(words: list[str], aa: bool) -> None:
 def _run_up(args: argparse.Namespace) -> int:
     from swarmbench.runner import compose, settings
 
-    return compose.run_up(settings.up_from_env(os.environ))
+    chosen = settings.up_from_env(os.environ)
+    settings.checkout(f"{args.root} {args.command}")
+    return compose.run_up(chosen)
 
 
 def recording(args: argparse.Namespace) -> str | None:
@@ -548,6 +595,7 @@ def _run_headless(args: argparse.Namespace) -> int:
     from swarmbench.runner import ab, compose, settings, swarm, terminal
 
     chosen = settings.headless_from_env(os.environ, staging=args.staging)
+    settings.checkout(f"{args.root} {args.command}")  # after the settings: a typo is named first
     base = ab.baseline_path(args.baseline, os.environ)
     if base is not None:
         require("compare", "--baseline/BASELINE")
@@ -561,10 +609,12 @@ def _run_headless(args: argparse.Namespace) -> int:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from swarmbench.runner import points, sweep
+    from swarmbench.runner import points, settings, sweep
 
     env = points.store_comparison_env(os.environ) if args.store_comparison else dict(os.environ)
     chosen = points.sweep_settings(vars(args), env)
+    if not args.dry_run:  # a plan needs no checkout (given SWARMBENCH_RESULTS); the runs do
+        settings.checkout(f"{args.root} {args.command}")
     if not args.no_report and not args.dry_run:
         require("analysis", "the sweep's report (--no-report skips it)")
     record = None if args.dry_run else recording(args)
@@ -572,22 +622,26 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_knee(args: argparse.Namespace) -> int:
-    from swarmbench.runner import knee
+    from swarmbench.runner import knee, settings
 
     require("analysis", "the knee's report")
+    settings.checkout(f"{args.root} {args.command}")
     return knee.run_knee(os.environ, steps=args.steps, rates=args.rates, local=args.local)
 
 
 def _run_ab(args: argparse.Namespace) -> int:
-    from swarmbench.runner import ab
+    from swarmbench.runner import ab, settings
 
     require("compare", "make ab's comparison")
+    settings.checkout(f"{args.root} {args.command}")
     return ab.run_ab(os.environ, check_compare_args, record=recording(args))
 
 
 def _run_swarm_lab(args: argparse.Namespace) -> int:
-    from swarmbench.runner import swarmlab
+    from swarmbench.runner import settings, swarmlab
 
+    if args.action == "up":  # it builds the images from the checkout's compose file
+        settings.checkout(f"{args.root} {args.command} up")
     return swarmlab.up(dict(os.environ)) if args.action == "up" else swarmlab.down()
 
 
@@ -606,6 +660,11 @@ def _run_floor(args: argparse.Namespace) -> int:
 
 
 def _run_history(args: argparse.Namespace) -> int:
+    if args.action == "triage":  # the trend's statistics: numpy
+        require("compare", "swarmbench history triage")
+        from swarmbench.compare import commands as compare_commands
+
+        return compare_commands.triage_command(args)
     from swarmbench.history import commands
 
     return commands.run(args)

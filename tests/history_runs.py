@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 from harness import FIXTURES, ROOT
 
+from swarmbench.core.folder import utc_iso
 from swarmbench.history import RunData, open_store, read_run
-from swarmbench.history.record import HDR_CSV_COLUMNS, iso
+from swarmbench.history.record import HDR_CSV_COLUMNS
 
 REPEAT_1 = FIXTURES / "exact" / "repeat-1"
 """A real run folder with the plugin's HDR files: exact figures, one histogram per name."""
@@ -72,7 +73,7 @@ def scaled(
     base: RunData, i: int, factors: Factors, run_id: str | None = None, first: datetime = FIRST
 ) -> RunData:
     """Run I: BASE's figures times FACTORS, I minutes after FIRST, named RUN_ID (default rI)."""
-    started = iso(first + timedelta(minutes=i))
+    started = utc_iso(first + timedelta(minutes=i))
     stats = tuple(
         dataclasses.replace(s, **{m: getattr(s, m) * factors.get((s.type, s.name, m), 1.0) for m in SCALED})
         for s in base.stats

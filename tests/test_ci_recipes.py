@@ -105,6 +105,10 @@ CONDITIONS = {
         and (j.work / "results" / "history.sqlite").is_file()
     ),
     "always() && env.HISTORY_STORE != ''": lambda j: bool(j.env.get("HISTORY_STORE")),
+    "always() && env.HISTORY_STORE != '' && github.event_name == 'push' "
+    "&& github.ref == 'refs/heads/main'": lambda j: (
+        bool(j.env.get("HISTORY_STORE")) and (j.event, j.ref) == ("push", "refs/heads/main")
+    ),
     "always() && steps.trend.outcome == 'success'": lambda j: j.outcomes.get("trend") == "success",
     "always() && hashFiles(format('results/{0}/run.json', env.LOCUST_RUN_ID)) != ''": lambda j: (
         j.work / "results" / j.env["LOCUST_RUN_ID"] / "run.json"
@@ -270,6 +274,7 @@ def test_main_is_recorded_and_a_slower_pull_request_fails_against_its_history(
     assert (recorded.run_id, recorded.branch) == (f"gha-{MAIN_RUN_ID}-1", "main")
     summary = Path(main.env["GITHUB_STEP_SUMMARY"]).read_text()
     assert "p95<500" in summary and "### Trend of main's last 30 runs" in summary, summary
+    assert "### Open regressions on main (trend --check: exit 0)" in summary, summary  # one run: none
     assert (artifacts / f"loadtest-trend-{MAIN_RUN_ID}-1" / "trend.html").is_file()
     assert [e.name for e in caches(main).iterdir()] == (
         [] if secret else [f"loadtest-history-{MAIN_RUN_ID}-1"]

@@ -353,3 +353,79 @@ def test_every_module_says_what_it_is():
         if not docmap.first_line(p)
     ]
     assert blank == []
+
+
+# --- one package list: pyproject.toml's `layers` contract ---------------------------------------------
+
+
+def package_list_problems(groups: list[list[str]], described: list[str], folders: list[str]) -> list[str]:
+    """What differs from the `layers` contract's GROUPS (top first): the package folders of
+    swarmbench/ (FOLDERS: each must be a layer) and swarmbench/__init__.py's lines (DESCRIBED:
+    one per layer, in the contract's order)."""
+    named = [n for group in groups for n in group]
+    problems = [f"swarmbench/{f}/ is in no layer of pyproject.toml" for f in folders if f not in named]
+    if described != named:
+        problems.append(f"swarmbench/__init__.py describes {described}, the layers are {named}")
+    return problems
+
+
+def runner_contract_problems(contracts: list[dict], packages: list[str]) -> list[str]:
+    """The runner is the standard library and core only: its forbidden contract must name every
+    other package of swarmbench/ and every third-party package any contract names (or psycopg)."""
+    (runner,) = [c for c in contracts if c["id"] == "runner"]
+    forbidden = set(runner["forbidden_modules"])
+    others = {f"swarmbench.{p}" for p in packages if p not in ("core", "runner")}
+    external = {
+        m for c in contracts for m in c.get("forbidden_modules", ()) if not m.startswith("swarmbench")
+    }
+    return [
+        f"the runner's contract does not forbid {m}"
+        for m in sorted((others | external | {"psycopg"}) - forbidden)
+    ]
+
+
+def package_folders() -> list[str]:
+    return sorted(p.parent.name for p in (ROOT / "swarmbench").glob("*/__init__.py"))
+
+
+def test_the_package_list_is_the_layers_contract():
+    """Every package of swarmbench/ is a layer, and __init__'s docstring lists the layers in order
+    (`history` and `page` included); the drawing and the contracts' table on the page are made from
+    them (`python tests/docmap.py --write`)."""
+    described = [name for name, _ in docmap.described()]
+    assert package_list_problems(docmap.layer_groups(), described, package_folders()) == []
+    assert {"history", "page"} <= set(docmap.packages())
+    (layers,) = [c for c in docmap.contracts() if c["id"] == "layers"]
+    said = " > ".join("|".join(g) for g in docmap.layer_groups())
+    assert said in layers["name"], f"the layers contract's name should say {said}"
+    assert docmap.page_layers(docmap.PAGE.read_text(encoding="utf-8")) == docmap.layers_block(), (
+        "docs/development.md's layer drawing is stale: run `python tests/docmap.py --write`"
+    )
+
+
+def test_the_runner_contract_forbids_all_it_must_not_import():
+    assert runner_contract_problems(docmap.contracts(), docmap.packages()) == []
+
+
+def test_the_package_list_checks_catch_drift():
+    """The checkers on broken copies: a package left out of the layers or of __init__, a drawing
+    without it, a runner contract that lets it in."""
+    groups, folders = docmap.layer_groups(), package_folders()
+    named = [n for group in groups for n in group]
+    without = [[n for n in g if n != "history"] for g in groups]
+    assert package_list_problems(without, [n for n in named if n != "history"], folders) == [
+        "swarmbench/history/ is in no layer of pyproject.toml"
+    ]
+    assert package_list_problems(groups, [n for n in named if n != "page"], folders)
+    assert package_list_problems(groups, named[::-1], folders)
+    contracts = [
+        {**c, "forbidden_modules": [m for m in c["forbidden_modules"] if m != "swarmbench.history"]}
+        if c["id"] == "runner"
+        else c
+        for c in docmap.contracts()
+    ]
+    assert runner_contract_problems(contracts, docmap.packages()) == [
+        "the runner's contract does not forbid swarmbench.history"
+    ]
+    page = docmap.PAGE.read_text(encoding="utf-8")
+    assert docmap.page_layers(page.replace("   └─ history", "   └─ histories")) != docmap.layers_block()

@@ -24,7 +24,7 @@ LIST_KEYS = {"run_id", "started_at", "git_commit", "branch", "host", "testbed", 
 """`history list --json`: one object a run, these keys (docs/history.md)."""
 
 CHANGE_KEYS = {"name", "metric", "run_id", "commit", "before", "after", "change_pct", "type", "started_at",
-               "pvalue", "fingerprint", "host", "testbed"}  # fmt: skip
+               "pvalue", "qvalue", "worse", "fingerprint", "host", "testbed"}  # fmt: skip
 """`trend --json`: each change point's keys (the issue's seven first; docs/history.md lists them all)."""
 
 
@@ -134,12 +134,15 @@ def stepped_store(tmp_path: Path) -> str:
 
 def test_trend_json_names_each_change_point_with_its_first_run(tmp_path: Path) -> None:
     found = json.loads(ok("trend", "--json", "--history", stepped_store(tmp_path)))
-    assert set(found) == {"change_points"}
+    assert set(found) == {"change_points", "runs"}
     assert found["change_points"] and all(set(p) == CHANGE_KEYS for p in found["change_points"])
     (p95,) = [p for p in found["change_points"] if (p["name"], p["metric"]) == (AGGREGATED, "p95_ms")]
     assert p95["run_id"] in ("r24", "r25", "r26") and p95["commit"] == "fixture"
     assert 5 < p95["change_pct"] < 11 and p95["after"] > p95["before"]
     assert p95["change_pct"] == pytest.approx(100 * (p95["after"] / p95["before"] - 1), abs=1e-3)
+    assert p95["worse"] is True and p95["qvalue"] <= 0.05
+    group = next(g for g in found["runs"] if g["run_id"] == p95["run_id"])
+    assert group["changed"] >= 1 and group["worse"] >= 1 and group["commit"] == "fixture"
 
 
 def test_trend_writes_its_page_and_json(tmp_path: Path) -> None:
@@ -155,6 +158,7 @@ def test_trend_writes_its_page_and_json(tmp_path: Path) -> None:
     assert f"({p95['run_id']}, fixture)" in page and "segment mean" in page and ">p95 (ms)</text>" in page
     assert f"<td>{p95['run_id']}</td><td>fixture</td><td>{AGGREGATED}</td><td>p95 (ms)</td>" in page
     assert "no change point" not in page.split("<figure>")[1]  # the charts with a change come first
+    assert f"<li>{p95['run_id']} (fixture): " in page.split("<h2>Runs that changed</h2>")[1]
     marked = [f for f in page.split("<figure>")[1:] if "<title>change point</title>" in f]
     assert len(marked) == len({(p["name"], p["metric"]) for p in saved["change_points"]}) >= 1
     last = ok("trend", "--history", store, "--last", "20", "--json")
@@ -222,3 +226,61 @@ def test_a_run_that_cannot_be_recorded_or_gated_stops_before_it_starts(
     assert_one_line_error(res, expected, prog="swarmbench")
     assert docker_shim.calls() == [] and bad.read_text() == "not a history\n"
     assert not (tmp_path / "results").exists()
+
+
+def test_trend_check_exits_3_until_the_regression_is_accepted(tmp_path: Path) -> None:
+    """The stepped store's Aggregated p95 (+8 % at run 25) is an open regression: `trend --check`
+    exits 3 and says since which run; `history triage` lists it; accepted, the check passes and
+    triage lists the decision; pinned to an anchor before the step (a release), it is open again."""
+    store = stepped_store(tmp_path)
+    res = swarmbench("trend", "--check", "--history", store)
+    assert res.returncode == 3, res.stderr
+    found = json.loads(swarmbench("trend", "--check", "--json", "--history", store).stdout)
+    (p95,) = [p for p in found["open"] if (p["name"], p["metric"]) == (AGGREGATED, "p95_ms")]
+    assert p95["since"] in ("r24", "r25", "r26") and p95["why"] == "change point" and p95["change_pct"] > 4
+    assert (
+        f"since {p95['since']} (fixture)" in res.stdout
+        and "open regression(s) on branch main (exit 3)" in res.stdout
+    )
+    assert f"since {p95['since']}" in ok("history", "triage", "--history", store)
+    said = ok(
+        "history", "accept", p95["since"], "--reason", "the new cache layer costs 8 %", "--history", store
+    )
+    assert said.startswith(f"accepted: {p95['since']} (")
+    assert "already accepted" in ok(
+        "history", "accept", p95["since"], "--reason", "again", "--history", store
+    )
+    passed = swarmbench("trend", "--check", "--history", store)
+    assert passed.returncode == 0 and "no open regression on branch main (exit 0)" in passed.stdout
+    triage = json.loads(ok("history", "triage", "--json", "--history", store))
+    assert triage["open"] == [] and [(d["run_id"], d["reason"]) for d in triage["accepted"]] == [
+        (p95["since"], "the new cache layer costs 8 %")]  # fmt: skip
+    pinned = swarmbench("trend", "--check", "--anchor", "r10", "--history", store, "-o", tmp_path / "page")
+    assert pinned.returncode == 3 and "anchor r1..r10" in pinned.stdout
+    page = (tmp_path / "page" / "trend.html").read_text()
+    assert "<h2>Open regressions: " in page and f"{AGGREGATED} p95_ms since " in page
+
+
+def test_trend_check_passes_a_flat_history(tmp_path: Path) -> None:
+    store = stored(tmp_path / "h.sqlite", history(30, 0.02, seed=5))
+    res = swarmbench("trend", "--check", "--history", store)
+    assert res.returncode == 0 and "0 change point(s)" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("history", "accept", "r3"), "history accept r3: --reason TEXT is required"),
+        (("history", "accept", "nope", "--reason", "x"), "history accept nope: no such run in "),
+        (("trend", "--check", "--anchor", "nope"), "--anchor nope: no such run of branch main in "),
+        (("trend", "--anchor", "r3"), "trend --anchor RUN: only with --check"),
+        (("trend", "--pvalue", "2"), "--pvalue 2.0: a p-value between 0 and 1"),
+        (("trend", "--window", "2"), "--window 2: a window needs at least 3 runs"),
+    ],
+)
+def test_triage_refuses_bad_input_in_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    store = stored(tmp_path / "h.sqlite", history(6, 0.02))
+    before = (tmp_path / "h.sqlite").read_bytes()
+    res = swarmbench(*args, "--history", store)
+    assert_one_line_error(res, message, prog="swarmbench")
+    assert (tmp_path / "h.sqlite").read_bytes() == before

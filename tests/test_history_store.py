@@ -159,6 +159,43 @@ def test_a_newer_schema_is_refused(history_store: str, tmp_path: Path) -> None:
     assert _snapshot(tmp_path) == before
 
 
+def test_a_schema_1_store_is_migrated_on_open(history_store: str, tmp_path: Path) -> None:
+    """Schema 1 (no history_triage: what every store was before triage) is taken to 2 on open, in one
+    transaction: its runs kept, its version 2, and a decision can be recorded; opened again, nothing
+    more happens."""
+    with open_store(history_store) as store:
+        store.add_many([REPEAT_1, FIXTURES / "exact" / "repeat-2"], branch="main", testbed="t")
+    _execute(history_store, "DROP TABLE history_triage")  # exactly schema 1's tables
+    _execute(history_store, "UPDATE history_meta SET value = '1' WHERE key = 'schema_version'")
+    with open_store(history_store) as store:
+        runs = store.runs()
+        assert [r.run_id for r in runs] == ["repeat-1", "repeat-2"]
+        assert store.accepted(runs[1].fingerprint, runs[1].host, "t", "main") == []
+        decision = store.accept(runs[1], "a known new level", "me")
+        assert decision is not None and decision.reason == "a known new level"
+        assert store.accept(runs[1], "again", "you") is None  # the first decision stays
+    assert SCHEMA_VERSION == 2 and _version(history_store) == "2"
+    with open_store(history_store) as store:
+        (kept,) = store.decisions()
+        assert (kept.run.run_id, kept.decision, kept.reason, kept.decided_by) == (
+            "repeat-2", "accepted", "a known new level", "me")  # fmt: skip
+        assert store.accepted(runs[1].fingerprint, runs[1].host, "t", "main") == [runs[1].run_key]
+        assert store.accepted(runs[1].fingerprint, runs[1].host, "t", "feature") == []
+
+
+def _version(spec: str) -> str:
+    if "://" in spec:
+        import psycopg
+
+        with psycopg.connect(spec, autocommit=True) as conn:
+            return conn.execute("SELECT value FROM history_meta WHERE key = 'schema_version'").fetchone()[0]
+    conn = sqlite3.connect(spec)
+    try:
+        return conn.execute("SELECT value FROM history_meta WHERE key = 'schema_version'").fetchone()[0]
+    finally:
+        conn.close()
+
+
 CHILD = """
 import dataclasses, sys, time
 from pathlib import Path

@@ -77,8 +77,30 @@ def test_two_workers_windows_merge_into_the_histograms_of_all_samples(monkeypatc
         book.record(request_type, name, "service", ms)
     assert master.totals().rows() == book.rows()
     master.seal_all()  # failures are counted per window as it is sealed
-    failures = sum(master.failures.values())
+    failures = sum(per_key.total() for per_key in master.failures.values())
     assert failures == sum(s[4] for s in samples) > 0
+
+
+def test_totals_are_a_read_only_view_of_the_run_so_far():
+    """totals() copies nothing (the live status asks every 2 s): a view that goes on counting with the
+    windows and refuses to be added to."""
+    recorder, windows = Recorder(), Windows()
+    samples = synthetic(2)
+    half = len(samples) // 2
+    for sample in samples[:half]:
+        recorder.record(*sample)
+    windows.merge(recorder.take()[0])
+    view = windows.totals()
+    assert view.aggregated("service").get_total_count() == half
+    for sample in samples[half:]:
+        recorder.record(*sample)
+    windows.merge(recorder.take()[0])
+    assert windows.totals().aggregated("service").get_total_count() == len(samples)
+    assert all(view.hists[key] is hist for key, hist in windows.totals().hists.items() if key in view.hists)
+    with pytest.raises(TypeError, match="read-only"):
+        view.add(next(iter(view.hists)), view.aggregated("service"))
+    with pytest.raises(TypeError, match="read-only"):
+        view.record("GET", "/new", "service", 1.0)
 
 
 EDGES = [0, 1, 2, 1023, 1024, 2047, 2048, 2049, 2050, 4095, 4096, 4097, 123_456, HIGHEST_US - 1, HIGHEST_US,

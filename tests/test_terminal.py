@@ -21,6 +21,7 @@ import threading
 from io import StringIO
 from pathlib import Path
 
+import pytest
 from harness import ROOT, locust_cmd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ from runs import assert_summary_last, only_run
 
 from swarmbench.core import folder
 from swarmbench.core.answer import read_answer, summary_text
+from swarmbench.core.exits import InputError
 from swarmbench.core.live import LiveStatus, read_live
 from swarmbench.runner.terminal import ANSI, TAIL_LINES, Console
 
@@ -194,3 +196,20 @@ def test_a_live_status_file_is_read_or_none_never_an_error(tmp_path_factory, con
     )
     path.write_text(json.dumps(whole.to_json()))
     assert read_live(path) == whole
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "lenient"),
+    [
+        ({"users": "5", "requests": 7}, '"users" should be an integer, got "5"', {"requests": 7}),
+        ({"p95_ms": float("nan"), "rps": 2}, '"p95_ms" should be a finite number, got NaN', {"rps": 2.0}),
+        ({"workers": True, "run_id": "r"}, '"workers" should be an integer, got true', {"run_id": "r"}),
+        ({"run_id": 3, "elapsed_s": 1}, '"run_id" should be a string, got 3', {"elapsed_s": 1.0}),
+    ],
+)
+def test_a_wrong_live_status_field_keeps_its_default_or_strictly_is_named(data, field, lenient):
+    assert LiveStatus.from_json(data) == LiveStatus(**lenient)
+    with pytest.raises(InputError) as raised:
+        LiveStatus.from_json(data, strict=True)
+    assert str(raised.value) == f"{folder.LIVE_JSON}: {field}"
+    assert LiveStatus.from_json({"p95_ms": 2, "run_time_s": None}, strict=True) == LiveStatus(p95_ms=2.0)

@@ -6,6 +6,7 @@ against scipy)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from itertools import combinations
 
@@ -163,20 +164,94 @@ def test_change_points_are_ordered_significant_and_scale_free(values, power) -> 
 
 @given(st.lists(st.one_of(st.floats(0, 10), st.just(math.nan)), min_size=3, max_size=80))
 @settings(max_examples=40, deadline=None)
-def test_missing_values_take_the_previous_one(values) -> None:
+def test_missing_values_are_left_out_never_filled(values) -> None:
+    """A run without the figure is no part of the series: the points are those of the series without
+    it, each at the position (in the full series) of the first run after it."""
     x = np.array(values)
-    filled = list(values)
-    for i in range(len(filled)):  # Otava's fill_missing
-        if math.isnan(filled[i]) and i and not math.isnan(filled[i - 1]):
-            filled[i] = filled[i - 1]
-    first = next((v for v in filled if not math.isnan(v)), 0.0)
-    filled = [first if math.isnan(v) else v for v in filled]
-    assert change_points(x) == change_points(np.array(filled))
+    kept = np.flatnonzero(~np.isnan(x))
+    expected = [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in change_points(x[kept])]
+    assert change_points(x) == expected
+
+
+def test_a_renamed_name_shows_no_false_change() -> None:
+    """An endpoint renamed at run 25 of 50: its old name's series is NaN from there, the new one's
+    before. Filled forward and back (Otava's fill_missing), 41 % and 54 % of such series showed a
+    false change; left out, as few as a flat series of 25 runs (per series, before the trend's
+    false discovery control across series: measured 5.5 % and 2 %)."""
+    old_false = new_false = 0
+    for seed in range(SEEDS):
+        x = history(seed + 20_000, step_at=None)
+        old, new = x.copy(), x.copy()
+        old[25:], new[:25] = np.nan, np.nan
+        old_false += bool(change_points(old, log=True))
+        new_false += bool(change_points(new, log=True))
+    assert old_false / SEEDS <= 0.08 and new_false / SEEDS <= 0.08, (old_false, new_false)
 
 
 def test_a_constant_series_has_no_change() -> None:
     assert change_points(np.full(100, 42.0)) == []
     assert change_points([1.0, 2.0]) == []
+
+
+def test_a_zero_variance_segment_gives_no_absurd_point() -> None:
+    """Today's bug: [0.0] * 29 + [0.001] gave a change of 0.0 % at run 4 and one of -7.4e18 % (zero
+    variance: p = 0 for any difference, rounding errors included). With the resolution floor: one
+    change, at run 29, from exactly 0 to 0.001 (no relative change exists: an infinite percent, which
+    the trend's JSON writes as null)."""
+    (cp,) = change_points([0.0] * 29 + [0.001])
+    assert (cp.index, cp.mean_before, cp.mean_after, cp.change_percent) == (29, 0.0, 0.001, math.inf)
+    assert change_points([0.0] * 30) == [] and change_points([5.0] * 10 + [math.nan] * 5 + [5.0] * 10) == []
+
+
+def test_a_one_percent_step_on_constant_values_is_below_the_magnitude_floor() -> None:
+    """Constant values then +1 %: 34 resolution floors (RESOLUTION / sqrt(12) of the level): a real
+    change, found without a minimum magnitude, dropped at the trend's 2 %; a +1 % step within the
+    resolution (+0.01 %) is no change at all."""
+    flat = [100.0] * 15 + [101.0] * 15
+    (cp,) = change_points(flat, log=True)
+    assert cp.index == 15 and cp.change_percent == pytest.approx(1.0)
+    assert change_points(flat, log=True, min_magnitude=trend.TREND_MAGNITUDE) == []
+    assert change_points([100.0] * 15 + [100.01] * 15, log=True) == []
+
+
+def test_the_log_scale_reports_geometric_means() -> None:
+    values = history(12, n=60, step_at=30, step=0.2)
+    (cp,) = change_points(values, log=True, min_magnitude=0.05)
+    assert cp.index == 30
+    assert cp.mean_before == pytest.approx(math.exp(np.log(values[:30]).mean()))
+    assert cp.change_percent == pytest.approx(100 * (cp.mean_after / cp.mean_before - 1))
+
+
+def test_the_robust_noise_ignores_a_bad_run_a_step_and_a_drift() -> None:
+    """3 % noise, 30 runs: estimated between 1.9 % and 5.0 % (200 seeds); a drift of +1 % a run
+    leaves it as it is, a +20 % step reads it up to 16 % higher, a +40 % run up to 37 % (the
+    trimming drops 3 of 29 differences, the bad run's 2 and one fewer of the rest: on the safe
+    side); a plain SD reads 9 %, 10 % and 7 % (means over 200 seeds: x1.00, x1.08, x1.17)."""
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        x = np.log(100 * (1 + 0.03 * rng.standard_normal(30)))
+        bad, step, drift = x.copy(), x.copy(), x + np.log1p(0.01 * np.arange(30))
+        bad[12] += np.log(1.4)
+        step[15:] += np.log(1.2)
+        clean = trend.robust_noise(x)
+        assert 0.018 < clean < 0.05
+        for y, most in ((drift, 1.02), (step, 1.2), (bad, 1.45)):
+            assert 0.97 < trend.robust_noise(y) / clean < most
+    assert math.isnan(trend.robust_noise(np.array([1.0, np.nan, 2.0])))
+
+
+def test_by_qvalues_against_their_definition() -> None:
+    """Benjamini-Yekutieli: q_(i) = min_{j >= i} m c(m) p_(j) / j, M hypotheses (the rest p = 1)."""
+    rng = np.random.default_rng(4)
+    for m in (1, 5, 77):
+        p = list(rng.uniform(0, 0.01, size=min(m, 6)))
+        c = sum(1 / k for k in range(1, m + 1))
+        order = np.argsort(p)
+        expected = np.empty(len(p))
+        for rank, i in enumerate(order, start=1):
+            expected[i] = min(1.0, min(m * c * p[j] / r for r, j in enumerate(order, start=1) if r >= rank))
+        assert trend.by_qvalues(p, m) == pytest.approx(list(expected))
+    assert trend.by_qvalues([], 10) == []
 
 
 # --- the pieces against their definitions -----------------------------------------------------------
@@ -256,3 +331,14 @@ def test_a_skipped_window_has_no_split_that_could_pass(seed, step, alpha) -> Non
         assert not (hopeless and passing), (k, passing)
     if step == 0.08:
         assert not skipped[7]  # the window 175..225 holds the step
+
+
+def test_the_merge_alone_keeps_what_change_points_kept_and_drops_a_point_without_support() -> None:
+    """trend.merged: the merge step on given points. On change_points' own points it changes nothing;
+    a point added where nothing changed is merged away and its neighbours' means span it again."""
+    for seed in range(20):
+        x = history(seed + 30_000, n=120, step_at=60, step=0.1)
+        found = change_points(x, log=True, min_magnitude=0.05)
+        assert trend.merged(x, [cp.index for cp in found], log=True, min_magnitude=0.05) == found
+        assert len(found) == 1 and abs(found[0].index - 60) <= 4
+        assert trend.merged(x, [30, found[0].index], log=True, min_magnitude=0.05) == found

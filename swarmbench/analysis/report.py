@@ -49,6 +49,7 @@ from swarmbench.core.bottleneck import DROP_LIMIT, KNEE_P99_MS
 from swarmbench.core.bottleneck import legend as verdict_legend
 from swarmbench.core.sweepstate import SweepState
 from swarmbench.core.sweepstate import SweepState as Sweep
+from swarmbench.page import skeleton
 
 # --- the report's charts, rendered once -----------------------------------------------------------
 
@@ -468,18 +469,14 @@ def _sweep_html(sweep: Sweep) -> str:
 
 _CSS = (
     """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;
-padding:0 1em;color:#222;line-height:1.45}
-h1{margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;font-size:13px;margin:.6em 0} th,td{border:1px solid #ddd;padding:3px 7px}
-th{background:#f3f3f3;text-align:left} td.n{text-align:right;font-variant-numeric:tabular-nums}
+body{max-width:1200px} table{font-size:13px}
 .verdict{background:#eef6ee;border-left:4px solid #2ca02c;padding:.5em 1em;margin:.6em 0}
-.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.5em 1em}
-.muted{color:#666;font-size:13px} img{max-width:100%;border:1px solid #eee} figure{margin:1.2em 0}
-.scroll{overflow-x:auto}
+img{border:1px solid #eee}
 """
     + SUMMARY_CSS
 )
+"""The sweep report's own rules, after page/skeleton.py's shared ones: a wider column for its PNG
+charts, denser tables, the scaling verdict's green box, the summary box."""
 
 
 def _fmt(value: object) -> str:
@@ -650,9 +647,6 @@ def build_report(
     the link to its run page (listed under What was run)."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="muted">{len(runs)} run(s) from {escape(", ".join(inputs) or "?")}; generated {now}.</p>',
         answers,
@@ -690,5 +684,4 @@ def build_report(
     out.extend(_charts_html(charts))
 
     out.extend(_tables_html(runs, summary))
-    out.append("</body></html>")
-    return "\n".join(out)
+    return skeleton.document(title, "\n".join(out), css=_CSS)

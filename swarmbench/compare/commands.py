@@ -26,6 +26,7 @@ from pathlib import Path
 from swarmbench.compare import noise, report, sides, stats
 from swarmbench.compare.sides import CompareWarning, is_run, read_side
 from swarmbench.core import exits
+from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, INCONCLUSIVE, REGRESSED
 from swarmbench.core.exits import InputError, UsageError
 
@@ -191,7 +192,7 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
         )
         print(f"{PROG}: {said}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.txt").write_text(said + "\n")
+        write_atomic(out / "compare.txt", said + "\n")
         return exits.OK
     write(out, outcome, None, None, None, args.fail_on_inconclusive)  # no sides' grid: no compare.html
     return exit_code(outcome, args.fail_on_inconclusive)
@@ -199,22 +200,71 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
 
 def trend_command(args: argparse.Namespace) -> int:
     """`swarmbench trend`: the change points of every configuration of --branch in the history, as a
-    table (or --json), and with -o OUT the trend page (trend.html, trend.json) written there."""
+    table (or --json), and with -o OUT the trend page (trend.html, trend.json) written there. With
+    --check also the open regressions (compare/triage.py), and exit 3 while there is one."""
+    from swarmbench.compare import trend, triage
+    from swarmbench.history.commands import opened, store_spec
+    from swarmbench.history.store import HistoryError
+
+    options = _trend_options(args)
+    if args.anchor and not args.check:
+        raise UsageError("trend --anchor RUN: only with --check (the anchor is the check's reference)")
+    with opened(store_spec(args.history)) as store:
+        try:
+            series = trend.trend_series(store, args.branch, args.last)
+            if args.check:
+                found = triage.check_json(store, args.branch, args.last, anchor=args.anchor, **options)
+            else:
+                found = trend.trend_json(store, args.branch, args.last, series, **options)
+        except HistoryError as e:
+            raise UsageError(str(e)) from None
+    page = trend.trend_page(args.branch, found, series) if args.out else None
+    if args.json:
+        keys = ("change_points", "runs", "open", "accepted") if args.check else ("change_points", "runs")
+        print(json.dumps({k: found[k] for k in keys}, indent=2))
+    else:
+        print(trend.trend_table(found))
+        if args.check:
+            print()
+            print(triage.open_table(found))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_atomic(args.out / "trend.json", json.dumps(found, indent=2) + "\n")
+        write_atomic(args.out / "trend.html", page or "")
+        print(f"-> {args.out}/ (trend.html, trend.json)", file=sys.stderr if args.json else sys.stdout)
+    return exits.THRESHOLDS_BROKEN if args.check and found["open"] else exits.OK
+
+
+def _trend_options(args: argparse.Namespace) -> dict:
+    """--window, --pvalue, --magnitude checked (one line naming the bad one) as trend's keywords."""
     from swarmbench.compare import trend
+
+    window = trend.WINDOW if args.window is None else args.window
+    pvalue = trend.MAX_PVALUE if args.pvalue is None else args.pvalue
+    if window < 3:
+        raise UsageError(f"--window {window}: a window needs at least 3 runs")
+    if not 0 < pvalue < 1:
+        raise UsageError(f"--pvalue {pvalue}: a p-value between 0 and 1, e.g. 0.001")
+    if args.magnitude is not None and not 0 <= args.magnitude < 10:
+        raise UsageError(f"--magnitude {args.magnitude}: a fraction of the level, e.g. 0.05 for 5 %")
+    return {"window": window, "max_pvalue": pvalue, "magnitude": args.magnitude}
+
+
+def triage_command(args: argparse.Namespace) -> int:
+    """`swarmbench history triage`: the open regressions of --branch (trend --check's) and the
+    decisions recorded; exit 0 (listing is no verdict: `trend --check` gives one)."""
+    from swarmbench.compare import triage
     from swarmbench.history.commands import opened, store_spec
 
     with opened(store_spec(args.history)) as store:
-        found = trend.trend_json(store, args.branch, args.last)
-        page = trend.trend_page(store, args.branch, args.last, found) if args.out else None
+        found = triage.check_json(store, args.branch)
     if args.json:
-        print(json.dumps({"change_points": found["change_points"]}, indent=2))
-    else:
-        print(trend.trend_table(found))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "trend.json").write_text(json.dumps(found, indent=2) + "\n")
-        (args.out / "trend.html").write_text(page or "", encoding="utf-8")
-        print(f"-> {args.out}/ (trend.html, trend.json)", file=sys.stderr if args.json else sys.stdout)
+        print(json.dumps({k: found[k] for k in ("open", "accepted")}, indent=2))
+        return exits.OK
+    print(triage.open_table(found).replace(" (exit 3)", "").replace(" (exit 0)", ""))
+    print(f"{len(found['accepted'])} decision(s) recorded on branch {found['branch']}")
+    for d in found["accepted"]:
+        print(f"  {d['decided_at']}  {d['decision']} {d['run_id']} by {d['decided_by']}: {d['reason']}")
     return exits.OK
 
 
@@ -229,12 +279,12 @@ def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: boo
     text = report.table(outcome)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.txt").write_text(text + "\n")
-    (out / "compare.json").write_text(json.dumps(report.to_json(outcome), indent=2) + "\n")
-    (out / "junit.xml").write_bytes(report.junit(outcome, fail_on_inconclusive))
+    write_atomic(out / "compare.txt", text + "\n")
+    write_atomic(out / "compare.json", json.dumps(report.to_json(outcome), indent=2) + "\n")
+    write_atomic(out / "junit.xml", report.junit(outcome, fail_on_inconclusive))
     files = ["compare.txt", "compare.json", "junit.xml"]
     if g is not None:
-        (out / "compare.html").write_text(report.page(outcome, g, a, b), encoding="utf-8")
+        write_atomic(out / "compare.html", report.page(outcome, g, a, b))
         files.append("compare.html")
     print(f"-> {out}/ ({', '.join(files)})")
 
@@ -376,7 +426,7 @@ def floor_command(args: argparse.Namespace) -> int:
     write(out, outcome, c["grid"], sa, sb, False)
     text = floor_text(table, min_effect, (len(side_a), len(side_b)))
     print("\n" + text)
-    (out / "noise-floor.txt").write_text(text + "\n")
+    write_atomic(out / "noise-floor.txt", text + "\n")
     floor_json = {
         "method": FLOOR_METHOD,
         "min_effect": min_effect,
@@ -391,7 +441,7 @@ def floor_command(args: argparse.Namespace) -> int:
         }
         for m, r in table.items()
     }
-    (out / FLOOR_JSON).write_text(json.dumps(floor_json, indent=2) + "\n")
+    write_atomic(out / FLOOR_JSON, json.dumps(floor_json, indent=2) + "\n")
     print(f"run-to-run noise -> {args.a / noise.NOISE_JSON} (later compares against {args.a} use it)")
     if outcome.count(REGRESSED):
         print(

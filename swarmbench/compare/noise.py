@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from swarmbench.compare.stats import Grid, Side, bootstrap, point
+from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS
 from swarmbench.core.exits import InputError, read_text
 
@@ -133,5 +134,5 @@ def write(folder: Path, noise: dict[str, float], runs: list[str], started: list[
         raise InputError(
             target, "exists with another calibration (nothing is written over); remove it to recalibrate"
         )
-    target.write_text(text)
+    write_atomic(target, text)
     return target

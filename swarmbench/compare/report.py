@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from xml.etree import ElementTree as ET
 
 import numpy as np
 
@@ -20,7 +19,8 @@ from swarmbench.compare.sides import Difference as SettingDifference
 from swarmbench.compare.sides import Names
 from swarmbench.compare.stats import METHOD, PERCENTILES, Difference, Grid, Side, percentiles_of
 from swarmbench.core.checks import AGGREGATED, INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
-from swarmbench.page import svg
+from swarmbench.core.junit import Case, junit_xml
+from swarmbench.page import skeleton, svg
 
 # --- the outcome, its table, compare.json and junit.xml -------------------------------------------
 
@@ -180,21 +180,15 @@ def to_json(outcome: Outcome) -> dict:
 def junit(outcome: Outcome, fail_on_inconclusive: bool = False) -> bytes:
     """One testcase per (name, metric): a failure when regressed (or inconclusive, if asked)."""
     failing = {REGRESSED, INCONCLUSIVE} if fail_on_inconclusive else {REGRESSED}
-    failures = sum(r.verdict in failing for r in outcome.rows)
-    suite = ET.Element(
-        "testsuite", name="swarmbench compare", tests=str(len(outcome.rows)), failures=str(failures)
-    )
+    cases = []
     for r in outcome.rows:
-        case = ET.SubElement(suite, "testcase", classname=f"compare.{r.name}", name=r.metric)
         line = (
             f"{r.metric} {r.name}: {shown(r.metric, r.d.baseline)} -> {shown(r.metric, r.d.candidate)} "
             f"({relative(r.d)}), CI [{shown(r.metric, r.d.low)}, {shown(r.metric, r.d.high)}]: {r.verdict}"
         )
-        if r.verdict in failing:
-            ET.SubElement(case, "failure", message=line, type=r.verdict)
-        else:
-            ET.SubElement(case, "system-out").text = line
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)
+        failed = r.verdict in failing
+        cases.append(Case(f"compare.{r.name}", r.metric, line, line if failed else None, r.verdict))
+    return junit_xml("swarmbench compare", cases)
 
 
 # --- compare.html ---------------------------------------------------------------------------------
@@ -251,6 +245,10 @@ def differences_chart(outcome: Outcome) -> str:
     )
 
 
+PAGE_CSS = ".regressed{background:#f8d0d0} .improved{background:#d0f0d0} .inconclusive{background:#fff3c0}"
+"""compare.html's own rules, after page/skeleton.py's shared ones: each verdict's row colour."""
+
+
 def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
     sides = {"baseline": baseline, "candidate": candidate}
     charts = [
@@ -266,13 +264,10 @@ def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
         f"<td>{r.verdict}</td></tr>"
         for r in outcome.rows
     )
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>swarmbench compare</title>
-<style>body{{font-family:sans-serif;max-width:70em;margin:auto}} td,th{{padding:2px 8px;text-align:left}}
-.regressed{{background:#f8d0d0}} .improved{{background:#d0f0d0}} .inconclusive{{background:#fff3c0}}</style>
-</head><body><h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>
+    body = f"""<h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>
 <table><tr><th>name</th><th>metric</th><th>baseline</th><th>candidate</th><th>CI of the difference</th>
 <th>change</th><th>verdict</th></tr>{rows}</table>
 {images}
 <p>Percentiles: {", ".join(f"p{p:g}" for p in PERCENTILES.values())} of the service time, merged exact
-histograms; throughput in requests/s over the runs' full 1 s windows; error rate as %.</p>
-</body></html>"""
+histograms; throughput in requests/s over the runs' full 1 s windows; error rate as %.</p>"""
+    return skeleton.document("swarmbench compare", body, css=PAGE_CSS)

@@ -36,11 +36,12 @@ the skip).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import fmean, stdev
+from statistics import NormalDist, fmean, stdev
 
 import numpy as np
 
@@ -118,8 +119,9 @@ def critical_t(df: int, alpha: float) -> float:
 class Prepared:
     """One series ready for the search: the skewed pair-sum table and the prefix sums."""
 
-    def __init__(self, x: np.ndarray, width: int) -> None:
+    def __init__(self, x: np.ndarray, width: int, floor: float = 0.0) -> None:
         self.x, self.n, self.width = x, len(x), max(2, width)
+        self.floor = floor  # the t-test's pooled SD is never below this (change_points: RESOLUTION)
         self.table = _pair_sums(x, self.width)
         self.pairs = self.table.reshape(-1)
         self.centre = float(x.mean())  # prefix sums of x - centre: no cancellation in the squares
@@ -176,6 +178,8 @@ class Prepared:
         c2 = (rows1[:, m:] - rows1[:, 1:m]) * inv2
         pooled = dof1 * ((rows2[:, 1:m] - rows2[:, :1]) * inv1 - c1 * c1)
         pooled += dof2 * ((rows2[:, m:] - rows2[:, 1:m]) * inv2 - c2 * c2)
+        if self.floor:  # the scalar test's floor, a hair lower: the skip stays exact
+            pooled = np.maximum(pooled, self.floor * self.floor * (1 - HOPELESS_MARGIN))
         se2 = pooled * scale  # se², Otava's pooled variance x (1/n1 + 1/n2)
         crit = critical_t(m - 2, alpha) * (1 - HOPELESS_MARGIN)
         diff = c1 - c2
@@ -213,6 +217,7 @@ class Prepared:
         v2 = max(0.0, (s2[b] - s2[t]) / n2 - c2 * c2)
         df = n1 + n2 - 2
         pooled = ((n1 - 1) * v1 + (n2 - 1) * v2) / df if df > 0 else 0.0
+        pooled = max(pooled, self.floor * self.floor)  # never quieter than the measurement's resolution
         return c1 + self.centre, c2 + self.centre, math.sqrt(pooled * (1 / n1 + 1 / n2)), df
 
 
@@ -322,7 +327,15 @@ at 10x this (Otava's "weak" points); the merge keeps the ones that reach it. At 
 of 50 runs shows a false change point in well under 5 % of seeds (tests/test_trend_stats.py)."""
 
 MIN_MAGNITUDE = 0.0
-"""A change point whose means differ by less than this fraction is dropped (Otava's default: none)."""
+"""A change point whose means differ by less than this fraction is dropped (Otava's default: none;
+the trend's own default is TREND_MAGNITUDE, or TREND_NOISES x the series' noise)."""
+
+RESOLUTION = 1e-3
+"""The measurement's relative resolution: the HDR histograms keep 3 significant digits (a value is
+known to 1 part in 1,000). A split's t-test never takes a segment's standard deviation below
+RESOLUTION / sqrt(12) of its level (a uniform rounding error's SD): a constant stretch, a column
+of one repeated figure, no longer gives p = 0 against a step of one rounding unit. A +1 % step on
+constant values is 35 such SDs: real, and reported when it reaches the minimum magnitude."""
 
 BASELINE_RUNS = 10
 """The gate's default sample: the last 10 comparable runs (Bencher's default window is similar);
@@ -398,34 +411,84 @@ def change_points(
     window: int = WINDOW,
     max_pvalue: float = MAX_PVALUE,
     min_magnitude: float = MIN_MAGNITUDE,
+    log: bool = False,
 ) -> list[ChangePoint]:
     """E-divisive means (Matteson & James 2014) in sliding windows, each candidate split kept by a
     two-sample t-test, then Hunter's merge step, as Apache Otava's compute_change_points does it
-    (docs/MATH.md, otava/analysis.py). Missing values (NaN) take the previous value, as Otava's.
+    (docs/MATH.md, otava/analysis.py), with two departures. Missing values (NaN) are left out, never
+    filled (Otava fills them forward: a name added or renamed mid-history then shows false steps);
+    a point's `index` is still the position in SERIES of the first run after it. And no segment is
+    quieter than the measurement's resolution (RESOLUTION: the t-test's standard deviation is at
+    least RESOLUTION / sqrt(12) of the series' largest value), so constant stretches never give
+    p = 0: `[0.0] * 29 + [0.001]` has one change, at 29, from 0 to 0.001 (change_percent infinite:
+    no relative change describes it), and a +1 % step on constant values is found (34 floors)
+    but dropped under a minimum magnitude above 1 %.
 
     Split: in each window of WINDOW runs (the next starts half a window on, or at the last point
     found), the split maximising the energy divergence Q (alpha = 1) is a candidate; a candidate
     whose t-test between its two sides reaches p <= first-pass (10 x MAX_PVALUE) is kept and the
     sides are searched again. Merge: with the union of those weak points, each tested against its
     neighbours, the one with the largest p is removed while p >= MAX_PVALUE (then the one with the
-    least change while under MIN_MAGNITUDE), its neighbours re-tested each time."""
-    x = _filled(np.asarray(series, dtype=float))
-    if len(x) < 3:
+    least change while under MIN_MAGNITUDE), its neighbours re-tested each time.
+
+    LOG: the search and the tests on log(series) (latency and throughput are ratio scales: a run
+    twice as slow is as far off as one half as slow, and the noise is multiplicative); the means
+    reported are then geometric means, the floor RESOLUTION / sqrt(12) in log units. A series with
+    a value <= 0 is searched on its own scale."""
+    kept, prep, log = _prepare(series, window, log)
+    if prep is None:
         return []
     first_pass = max_pvalue * 10 if max_pvalue < 0.05 else max_pvalue * 2 if max_pvalue < 0.5 else max_pvalue
-    prep = Prepared(x, window)
-    return _merge(split(prep, window, first_pass), prep, max_pvalue, min_magnitude)
+    found = _merge(split(prep, window, first_pass), prep, max_pvalue, min_magnitude, log)
+    return [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in found]
+
+
+def merged(
+    series: Sequence[float] | np.ndarray,
+    indices: Sequence[int],
+    *,
+    max_pvalue: float = MAX_PVALUE,
+    min_magnitude: float = MIN_MAGNITUDE,
+    log: bool = False,
+) -> list[ChangePoint]:
+    """The merge step alone on given points (INDICES: first runs after, positions in SERIES, as
+    change_points gives them): the trend's points left after its false discovery control, re-tested
+    between their new neighbours and kept while they still reach MAX_PVALUE and MIN_MAGNITUDE."""
+    kept, prep, log = _prepare(series, 2, log)  # the merge reads prefix sums only: no pair table
+    if prep is None or not len(indices):
+        return []
+    positions = [int(i) for i in np.searchsorted(kept, np.asarray(indices))]
+    found = _merge(positions, prep, max_pvalue, min_magnitude, log)
+    return [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in found]
+
+
+def _prepare(
+    series: Sequence[float] | np.ndarray, window: int, log: bool
+) -> tuple[np.ndarray, Prepared | None, bool]:
+    """(positions of the finite values, the search over them or None under 3, log scale used)."""
+    raw = np.asarray(series, dtype=float)
+    kept = np.flatnonzero(np.isfinite(raw))
+    x = raw[kept] if len(kept) < len(raw) else raw
+    if len(x) < 3:
+        return kept, None, False
+    log = log and bool((x > 0).all())
+    if log:
+        x = np.log(x)
+    floor = RESOLUTION / math.sqrt(12) * (1.0 if log else float(np.abs(x).max()))
+    return kept, Prepared(x, window, floor), log
 
 
 # --- the merge ------------------------------------------------------------------------------------
 
 
-def _merge(weak: list[int], prep: Prepared, max_pvalue: float, min_magnitude: float) -> list[ChangePoint]:
+def _merge(
+    weak: list[int], prep: Prepared, max_pvalue: float, min_magnitude: float, log: bool = False
+) -> list[ChangePoint]:
     """Hunter's merge step (Otava's merge()): drop the weakest point until every one reaches
     MAX_PVALUE and MIN_MAGNITUDE. After a removal both neighbours are re-tested (Otava re-tests the
     right neighbour and the one after it, leaving the left one's stale statistics)."""
     points = list(weak)
-    stats = [_stats(points, i, prep) for i in range(len(points))]
+    stats = [_stats(points, i, prep, log) for i in range(len(points))]
     while points:
         weakest = max(range(len(points)), key=lambda i: stats[i].pvalue)
         if stats[weakest].pvalue < max_pvalue:
@@ -435,38 +498,34 @@ def _merge(weak: list[int], prep: Prepared, max_pvalue: float, min_magnitude: fl
         del points[weakest], stats[weakest]
         for i in (weakest - 1, weakest):
             if 0 <= i < len(points):
-                stats[i] = _stats(points, i, prep)
-    return stats
+                stats[i] = _stats(points, i, prep, log)
+    return [_stats(points, i, prep, log, exact=True) for i in range(len(points))]
 
 
-def _stats(points: list[int], i: int, prep: Prepared) -> ChangePoint:
+def _stats(points: list[int], i: int, prep: Prepared, log: bool = False, exact: bool = False) -> ChangePoint:
+    """Point I's test against its neighbours. EXACT: the means from the values themselves, for the
+    answer (the prefix sums' rounding reads a run of zeros as 1e-20); the merge's loop needs less."""
     before = points[i - 1] if i > 0 else 0
     after = points[i + 1] if i + 1 < len(points) else prep.n
     m1, m2, p = prep.test(before, points[i], after)
-    change = (m2 / m1 - 1) * 100 if m1 else 0.0
+    if exact:
+        m1, m2 = float(prep.x[before : points[i]].mean()), float(prep.x[points[i] : after].mean())
+    if log:
+        m1, m2 = math.exp(m1), math.exp(m2)
+    change = (m2 / m1 - 1) * 100 if m1 else math.inf if m2 > m1 else -math.inf if m2 < m1 else 0.0
     return ChangePoint(index=points[i], mean_before=m1, mean_after=m2, change_percent=change, pvalue=p)
 
 
 def _magnitude(cp: ChangePoint) -> float:
-    """Otava's change_magnitude: the larger relative change, forward or backward."""
-    forward = cp.mean_after / cp.mean_before - 1 if cp.mean_before else 0.0
-    backward = cp.mean_before / cp.mean_after - 1 if cp.mean_after else 0.0
+    """Otava's change_magnitude: the larger relative change, forward or backward (infinite from or
+    to a mean of 0 where the other is not: no relative change describes it)."""
+    if cp.mean_before == cp.mean_after:
+        return 0.0
+    if not cp.mean_before or not cp.mean_after:
+        return math.inf
+    forward = cp.mean_after / cp.mean_before - 1
+    backward = cp.mean_before / cp.mean_after - 1
     return max(abs(forward), abs(backward))
-
-
-def _filled(x: np.ndarray) -> np.ndarray:
-    """NaN replaced by the previous value (leading NaN by the first value), as Otava's fill_missing."""
-    missing = np.isnan(x)
-    if not missing.any():
-        return x
-    if missing.all():
-        return np.zeros_like(x)
-    index = np.where(missing, 0, np.arange(len(x)))
-    np.maximum.accumulate(index, out=index)
-    first = int(np.argmax(~missing))
-    out = x[index]
-    out[:first] = x[first]
-    return out
 
 
 # --- the history's answers: trend and gate --------------------------------------------------------
@@ -476,30 +535,164 @@ TREND_METRICS = ("rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_
 requests and failures follow the run's length and errors, not its speed (a threshold's business)."""
 
 
+TREND_MAGNITUDE = 0.02
+"""The trend's smallest change worth a person's look, as a fraction of the level (2 %): below the
+run-to-run noise of any shared CI runner, so a change under it is no finding a gate could act on."""
+
+TREND_NOISES = 1.0
+"""...and at least this many times the series' own run-to-run noise (robust_noise): a level shift
+smaller than one run's noise is real on a long quiet history (the t-test sees 0.3 sigma over
+thousands of runs) but no single run shows it and no gate could; with 3 % noise the trend reports
+changes of 3 % and more."""
+
+TREND_FDR = 0.05
+"""The false discovery rate of the trend's change points across all series of a configuration
+(Benjamini-Yekutieli): at most 5 % of the points it lists are expected to be false, and on a flat
+history (every null true) it lists any at all with probability <= 5 %."""
+
+HIGHER_IS_BETTER = frozenset({"rps"})
+"""The trend's metrics where a rise is good; for the rest (latency) a rise is a regression."""
+
+
 @dataclass(frozen=True)
 class Change:
-    """One change point of one name's metric: the statistics and the first run after it."""
+    """One change point of one name's metric: the statistics, the first run after it, the point's
+    q-value (the false discovery rate at which it is still listed) and whether it is for the worse."""
 
     type: str
     name: str
     metric: str
     point: ChangePoint
     run: RunRecord
+    qvalue: float = 0.0
+    worse: bool = False
+
+
+NOISE_KEEP = 0.9
+"""robust_noise keeps the 90 % smallest run-to-run differences: one bad run makes 2 large ones, a
+step 1 (of 29 in a 30-run history: 3 are dropped); what is left is known about as well as a plain
+SD of 60 % as many runs (measured under normal noise: 17.0 effective degrees of freedom from 29
+differences; 14.3 keeping 80 %, 8.8 for the MAD), and reads ~7 % high at that size (conservative)."""
+
+_Z_KEEP = NormalDist().inv_cdf(0.5 + NOISE_KEEP / 2)
+_KEPT_VARIANCE = 1 - 2 * _Z_KEEP * NormalDist().pdf(_Z_KEEP) / NOISE_KEEP
+"""E[Z^2 | |Z| < z] for a standard normal Z cut at its central NOISE_KEEP: the trimmed mean square's
+consistency factor."""
+
+
+def robust_noise(values: np.ndarray) -> float:
+    """A series' run-to-run noise as a standard deviation (of log values: a fraction of the level),
+    from its run-to-run differences d: centred on their median, the NOISE_KEEP smallest |d| kept,
+    sigma^2 = mean(d^2 kept) / _KEPT_VARIANCE / 2. Differences ignore a level step (one large
+    difference) and a drift (a shifted median); the trimming ignores an outlier run (two large
+    differences). NaN with fewer than 3 values."""
+    x = values[np.isfinite(values)]
+    if len(x) < 3:
+        return math.nan
+    d = np.diff(x)
+    d = np.sort(np.abs(d - np.median(d)))[: max(1, math.ceil(NOISE_KEEP * len(d)))]
+    return float(math.sqrt(float(np.mean(d * d)) / _KEPT_VARIANCE / 2))
+
+
+def log_scale(values: np.ndarray) -> np.ndarray:
+    """A series as the trend judges it: log of its finite values when all are > 0 (NaN kept where
+    a run lacks the figure), else as it is (a column with zeros has no ratio scale)."""
+    finite = values[np.isfinite(values)]
+    if len(finite) and (finite > 0).all():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log(values)
+    return values
+
+
+def by_qvalues(pvalues: Sequence[float], m: int) -> list[float]:
+    """Benjamini-Yekutieli q-values of PVALUES among M hypotheses (M >= len(PVALUES); the rest have
+    p = 1): q_(i) = min over j >= i of m c(m) p_(j) / j, c(m) = 1 + 1/2 + ... + 1/m. BY, not BH: the
+    series of one configuration share their runs (a busy machine moves every metric of a run at
+    once), a dependence BH is not proven for and BY holds under any."""
+    m = max(m, len(pvalues), 1)
+    c = sum(1 / k for k in range(1, m + 1))
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    q = [1.0] * len(pvalues)
+    running = 1.0
+    for rank in range(len(order), 0, -1):
+        i = order[rank - 1]
+        running = min(running, m * c * pvalues[i] / rank)
+        q[i] = min(1.0, running)
+    return q
 
 
 def trend(
-    store: Store, config: Configuration, *, metrics: Sequence[str] = TREND_METRICS, last: int | None = None
+    store: Store,
+    config: Configuration,
+    *,
+    metrics: Sequence[str] = TREND_METRICS,
+    last: int | None = None,
+    window: int = WINDOW,
+    max_pvalue: float = MAX_PVALUE,
+    magnitude: float | None = None,
+    fdr: float = TREND_FDR,
 ) -> list[Change]:
-    """Every change point of CONFIG's series (its LAST runs, if given), by name."""
+    """Every change point of CONFIG's series (its LAST runs, if given), by name: per series the
+    points change_points finds on the log scale at MAX_PVALUE and at least MAGNITUDE (default:
+    TREND_MAGNITUDE or TREND_NOISES x the series' robust noise, the larger); then across all series
+    of the configuration each point's p, Bonferroni-adjusted for the split being chosen among its
+    segment's positions (p x (runs between its neighbours - 1)), is kept at Benjamini-Yekutieli's
+    false discovery rate FDR; in a series that lost points, the survivors are merged again (merged:
+    re-tested between their new neighbours, so no point describes a segment that is no longer
+    one). A name is analysed over the runs that have it."""
     series = store.series(
         config.fingerprint, config.host, config.testbed, config.branch, metrics=metrics, last=last
     )
-    out = []
+    return series_changes(series, metrics, window=window, max_pvalue=max_pvalue, magnitude=magnitude, fdr=fdr)
+
+
+def series_changes(
+    series: Series,
+    metrics: Sequence[str] = TREND_METRICS,
+    *,
+    window: int = WINDOW,
+    max_pvalue: float = MAX_PVALUE,
+    magnitude: float | None = None,
+    fdr: float = TREND_FDR,
+) -> list[Change]:
+    """trend() on a configuration's series already read (SERIES, with METRICS)."""
+    found: list[tuple[str, str, str, np.ndarray, list[ChangePoint], float, list[float]]] = []
+    hypotheses = 0
     for (type_, name), per in sorted(series.values.items()):
         for metric in metrics:
-            for point in change_points(np.asarray(per[metric])):
-                out.append(Change(type_, name, metric, point, series.runs[point.index]))
+            y = np.asarray(per[metric], dtype=float)
+            noise = robust_noise(log_scale(y))
+            floor = magnitude if magnitude is not None else max(TREND_MAGNITUDE, TREND_NOISES * noise)
+            floor = floor if math.isfinite(floor) else TREND_MAGNITUDE
+            points = change_points(y, window=window, max_pvalue=max_pvalue, min_magnitude=floor, log=True)
+            hypotheses += max(1, len(points))
+            found.append((type_, name, metric, y, points, floor, _selection_adjusted(y, points)))
+    qvalues = iter(by_qvalues([p for *_, adjusted in found for p in adjusted], hypotheses))
+    out = []
+    for type_, name, metric, y, points, floor, _ in found:
+        q = {cp.index: next(qvalues) for cp in points}
+        kept = [cp for cp in points if q[cp.index] <= fdr]
+        if len(kept) < len(points):  # the survivors re-tested between their new neighbours
+            survivors = [cp.index for cp in kept]
+            kept = merged(y, survivors, max_pvalue=max_pvalue, min_magnitude=floor, log=True)
+        for cp in kept:
+            qv = q[cp.index]
+            worse = (
+                cp.mean_after < cp.mean_before
+                if metric in HIGHER_IS_BETTER
+                else cp.mean_after > cp.mean_before
+            )
+            out.append(Change(type_, name, metric, cp, series.runs[cp.index], qv, worse))
     return out
+
+
+def _selection_adjusted(y: np.ndarray, points: list[ChangePoint]) -> list[float]:
+    """Each point's p times the number of splits its segment offered (finite runs between its
+    neighbours, minus one): the t-test's p is that of a split chosen as the best, not fixed ahead."""
+    finite = np.cumsum(np.concatenate(([0], np.isfinite(y))))
+    bounds = [0, *(cp.index for cp in points), len(y)]
+    return [min(1.0, cp.pvalue * max(1, int(finite[bounds[k + 2]] - finite[bounds[k]]) - 1))
+            for k, cp in enumerate(points)]  # fmt: skip
 
 
 # --- the gate as `swarmbench compare` gives it: a verdict per name and metric ---------------------
@@ -664,54 +857,110 @@ def configurations(store: Store, branch: str, min_runs: int = 2) -> list[Configu
     return [c for c in store.configurations() if c.branch == branch and c.runs >= min_runs]
 
 
-def trend_json(store: Store, branch: str = "main", last: int | None = None) -> dict:
-    """`swarmbench trend --json`: every change point of every configuration of BRANCH."""
+def trend_series(store: Store, branch: str, last: int | None = None) -> list[tuple[Configuration, Series]]:
+    """Each configuration of BRANCH with its series (its LAST runs, if given): what trend_json and
+    trend_page read, queried once."""
+    return [
+        (c, store.series(c.fingerprint, c.host, c.testbed, c.branch, metrics=TREND_METRICS, last=last))
+        for c in configurations(store, branch)
+    ]
+
+
+def trend_json(
+    store: Store,
+    branch: str = "main",
+    last: int | None = None,
+    found: list[tuple[Configuration, Series]] | None = None,
+    *,
+    window: int = WINDOW,
+    max_pvalue: float = MAX_PVALUE,
+    magnitude: float | None = None,
+) -> dict:
+    """`swarmbench trend --json`: every change point of every configuration of BRANCH (FOUND:
+    trend_series' answer, queried here when not given), and the runs they start grouped
+    (run_groups)."""
     points = []
-    for config in configurations(store, branch):
-        for c in trend(store, config, last=last):
-            points.append(
-                {
-                    "name": c.name,
-                    "type": c.type,
-                    "metric": c.metric,
-                    "run_id": c.run.run_id,
-                    "commit": c.run.git_commit,
-                    "started_at": c.run.started_at,
-                    "before": round(c.point.mean_before, 6),
-                    "after": round(c.point.mean_after, 6),
-                    "change_pct": round(c.point.change_percent, 3),
-                    "pvalue": c.point.pvalue,
-                    "fingerprint": config.fingerprint,
-                    "host": config.host,
-                    "testbed": config.testbed,
-                }
-            )
-    return {"store": store.where, "branch": branch, "method": TREND_METHOD, "change_points": points}
+    for config, series in trend_series(store, branch, last) if found is None else found:
+        changes = series_changes(series, window=window, max_pvalue=max_pvalue, magnitude=magnitude)
+        points += [point_json(config, c) for c in changes]
+    return {"store": store.where, "branch": branch, "method": trend_method(window, max_pvalue, magnitude),
+            "change_points": points, "runs": run_groups(points)}  # fmt: skip
 
 
-TREND_METHOD = (
-    f"E-divisive means with Otava's t-test (windows of {WINDOW} runs, p <= 0.01 per window, "
-    f"p <= {MAX_PVALUE} after the merge)"
-)
-"""The trend's method in one line, printed with its table and in --json."""
+def point_json(config: Configuration, c: Change) -> dict:
+    """One change point as trend_json lists it."""
+    change = round(c.point.change_percent, 3) if math.isfinite(c.point.change_percent) else None
+    return {
+        "name": c.name,
+        "type": c.type,
+        "metric": c.metric,
+        "run_id": c.run.run_id,
+        "commit": c.run.git_commit,
+        "started_at": c.run.started_at,
+        "before": round(c.point.mean_before, 6),
+        "after": round(c.point.mean_after, 6),
+        "change_pct": change,  # null: from or to 0, where no relative change exists
+        "pvalue": c.point.pvalue,
+        "qvalue": c.qvalue,
+        "worse": c.worse,
+        "fingerprint": config.fingerprint,
+        "host": config.host,
+        "testbed": config.testbed,
+    }
+
+
+def run_groups(points: list[dict]) -> list[dict]:
+    """The change POINTS grouped by the run they start (one configuration's run), newest first:
+    the run, its commit, how many series changed there and how many of them for the worse (what a
+    person looks at: one commit that moved 7 series is one finding, not 7)."""
+    groups: dict[tuple[str, ...], dict] = {}
+    for p in points:
+        key = (p["fingerprint"], p["host"], p["testbed"], p["run_id"], p["started_at"])
+        first = {k: p[k] for k in ("run_id", "commit", "started_at", "fingerprint", "host", "testbed")}
+        g = groups.setdefault(key, first | {"changed": 0, "worse": 0})
+        g["changed"] += 1
+        g["worse"] += bool(p["worse"])
+    return sorted(groups.values(), key=lambda g: g["started_at"], reverse=True)
+
+
+def trend_method(window: int = WINDOW, max_pvalue: float = MAX_PVALUE, magnitude: float | None = None) -> str:
+    """The trend's method in one line, with its settings."""
+    floor = (
+        f"at least {magnitude * 100:g} %"
+        if magnitude is not None
+        else f"at least {TREND_MAGNITUDE * 100:g} % and {TREND_NOISES:g}x the series' noise"
+    )
+    return (
+        f"E-divisive means with Otava's t-test on log values (windows of {window} runs, p <= {max_pvalue:g} "
+        f"after the merge), {floor}; across series kept at a false discovery rate of {TREND_FDR * 100:g} % "
+        "(Benjamini-Yekutieli on p x the splits tried)"
+    )
+
+
+TREND_METHOD = trend_method()
+"""The trend's method in one line with its default settings, printed with its table and in --json."""
 
 
 def trend_table(found: dict) -> str:
-    """The terminal form of trend_json's answer: one line per change point, newest first."""
+    """The terminal form of trend_json's answer: the runs that changed (newest first, "r25: 7 series
+    changed, 7 for the worse"), then one line per change point, newest first."""
     points = sorted(found["change_points"], key=lambda p: p["started_at"], reverse=True)
-    head = [f"history {found['store']}, branch {found['branch']}: {len(points)} change point(s)",
-            f"method: {found['method']}"]  # fmt: skip
+    head = [f"history {found['store']}, branch {found['branch']}: {len(points)} change point(s) "
+            f"in {len(found['runs'])} run(s)", f"method: {found['method']}"]  # fmt: skip
     if not points:
         return "\n".join(head)
+    groups = [f"{g['run_id']} ({(g['commit'] or '-')[:10]}): {g['changed']} series changed, "
+              f"{g['worse']} for the worse" for g in found["runs"]]  # fmt: skip
     rows = [("first run after", "commit", "name", "metric", "before", "after", "change")]
     for p in points:
+        change = "n/a" if p["change_pct"] is None else f"{p['change_pct']:+.1f} %"
         rows.append(
             (p["run_id"], (p["commit"] or "-")[:10], p["name"], p["metric"],
-             f"{p['before']:.4g}", f"{p['after']:.4g}", f"{p['change_pct']:+.1f} %")
+             f"{p['before']:.4g}", f"{p['after']:.4g}", change)
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join([*head, "", *lines])
+    return "\n".join([*head, "", *groups, "", *lines])
 
 
 TREND_COLOURS = ("#1f77b4", "#d62728")
@@ -723,24 +972,22 @@ TREND_LABELS = {"rps": "throughput (req/s)", "p50_ms": "p50 (ms)", "p90_ms": "p9
 """Each trend metric as its chart's y axis names it, with its unit."""
 
 
-def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
+def trend_page(branch: str, found: dict, series_found: list[tuple[Configuration, Series]]) -> str:
     """trend.html: per configuration of BRANCH, its change points (FOUND: trend_json's answer) in a
     table, then one chart per request name and metric: the runs' values, the mean of each segment
     between change points as a dashed step, and each change point as a vertical mark just before
-    the first run after it. One self-contained file, inline SVG."""
+    the first run after it (SERIES_FOUND: trend_series' answer, the one trend_json read). One
+    self-contained file, inline SVG."""
     from html import escape
 
+    from swarmbench.page import skeleton
+
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>Swarmbench trend</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
-        "figure{margin:1em 0}figcaption{font-size:90%;color:#444}code{font-size:90%}"
-        "table{border-collapse:collapse;font-size:90%}td,th{padding:2px 8px;text-align:left}"
-        "th{border-bottom:1px solid #999}</style></head><body>",
         f"<h1>Trend: branch {escape(branch)}</h1>",
         f"<p>History <code>{escape(found['store'])}</code>. Method: {escape(found['method'])}.</p>",
+        _groups_html(found),
     ]
-    for config in configurations(store, branch):
-        series = store.series(config.fingerprint, config.host, config.testbed, branch, last=last)
+    for config, series in series_found:
         where = {(r.started_at, r.run_id): i for i, r in enumerate(series.runs)}
         key = (config.fingerprint, config.host, config.testbed)
         mine = [p for p in found["change_points"] if (p["fingerprint"], p["host"], p["testbed"]) == key]
@@ -763,8 +1010,26 @@ def trend_page(store: Store, branch: str, last: int | None, found: dict) -> str:
             if np.isfinite(y).any():
                 points = [p for p in mine if (p["type"], p["name"], p["metric"]) == (type_, name, metric)]
                 parts.append(_trend_chart(f"{type_} {name}".strip(), metric, y, points, where))
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return skeleton.document("Swarmbench trend", "\n".join(parts))
+
+
+def _groups_html(found: dict) -> str:
+    """The runs that changed, newest first ("r25 (commit): 7 series changed, 7 for the worse"), and
+    with `trend --check` the open regressions: what a person triages, before the charts."""
+    from html import escape
+
+    items = [f"<li>{escape(g['run_id'])} ({escape((g['commit'] or '-')[:10])}): {g['changed']} series "
+             f"changed, {g['worse']} for the worse</li>" for g in found.get("runs", [])]  # fmt: skip
+    out = (
+        f"<h2>Runs that changed</h2><ul>{''.join(items)}</ul>" if items else "<p>No run changed a series.</p>"
+    )
+    if "open" in found:
+        rows = [f"<li>{escape(r['name'])} {escape(r['metric'])} since {escape(r['since'])}: "
+                f"{r['anchor_level']:.4g} -> {r['current_level']:.4g} ({escape(r['why'])})</li>"
+                for r in found["open"]]  # fmt: skip
+        out += (f"<h2>Open regressions: {len(rows)}</h2><ul>{''.join(rows)}</ul>" if rows
+                else "<p>No open regression.</p>")  # fmt: skip
+    return out
 
 
 def _trend_chart(title: str, metric: str, y: np.ndarray, points: list[dict], where: dict) -> str:

@@ -8,10 +8,11 @@ analysis reads it. Every file name lives here, once.
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+
+from swarmbench.core.atomic import write_atomic
 
 # --- results/<run-id>/ ---
 CSV_PREFIX = "locust"
@@ -100,17 +101,19 @@ def create_run_dir(results_dir: str | Path, run_id: str, explicit: bool) -> Path
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write beside PATH, then rename over it: a reader sees the old file or the new, never half."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    """DATA as PATH's JSON (indented, a final newline), replaced whole (core/atomic.py): a reader sees
+    the old file or the new, never half."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def utc_iso(t: datetime | None, timespec: str = "milliseconds") -> str | None:
-    """`2026-11-21T19:45:00.123Z`: run.json's and sweep.json's time format."""
-    return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z") if t else None
+    """`2026-11-21T19:45:00.123Z`: run.json's, sweep.json's and the history store's time format
+    (fixed width: text order is time order). A T without a time zone is taken as UTC."""
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 # --- Locust's CSV columns: an interface we do not own, named once ---------------------------------

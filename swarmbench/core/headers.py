@@ -32,12 +32,11 @@ import html
 import importlib.util
 import json
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from swarmbench.core.atomic import Unchanged, atomic_file
 from swarmbench.core.folder import LOCUST_REPORT_HTML
 
 # --- `Name: value` lines --------------------------------------------------------------------------
@@ -276,20 +275,14 @@ def _scrub_file(path: Path, redactor: Redactor, locust_code: bool = False) -> bo
     secret spans a line (header values have no line breaks, and neither do their escapes).
     LOCUST_CODE: PATH is Locust's report, whose template lines are kept as they are; every other file
     (the run page included: all of it is data) is scrubbed throughout."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     changed = False
-    try:
-        with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
-            for line in src:
-                clean = redactor.data(line)
-                if clean != line and locust_code and line.rstrip(b"\r\n") in _locust_static_lines():
-                    clean = line
-                changed = changed or clean != line
-                dst.write(clean)
-        if changed:
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_file(path, "wb") as dst, open(path, "rb") as src:
+        for line in src:
+            clean = redactor.data(line)
+            if clean != line and locust_code and line.rstrip(b"\r\n") in _locust_static_lines():
+                clean = line
+            changed = changed or clean != line
+            dst.write(clean)
+        if not changed:
+            raise Unchanged  # nothing secret in it: the file stays as it was, untouched
     return changed

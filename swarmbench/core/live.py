@@ -7,18 +7,23 @@ every few seconds with write_json_atomic, so a reader sees a whole status or the
 half of one; the runner (standard library only) polls it through the results folder the containers
 bind-mount. Nothing else reads it: run.json and the run page are made from the run's own files, and
 the plugin removes it once the run folder is complete (a leftover shows where a run that died got
-to). Reading is lenient: a missing, partial or foreign file is None, a wrong field its default.
+to). Reading is lenient: a missing, partial or foreign file is None, a wrong field its default
+(LiveStatus.from_json(strict=True) names the wrong field instead).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+import typing
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from swarmbench.core.checks import EXACT
+from swarmbench.core.exits import InputError
+from swarmbench.core.folder import LIVE_JSON
 
 FORMAT_VERSION = 1
 """Of the file's layout; a reader takes any version and uses the fields it knows."""
@@ -49,15 +54,24 @@ class LiveStatus:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> LiveStatus | None:
-        """DATA's status; None unless it is an object. A field of the wrong type keeps its default."""
+    def from_json(cls, data: Any, strict: bool = False) -> LiveStatus | None:
+        """DATA's status; None unless it is an object. A missing or null field keeps its default, and
+        so does one of the wrong type (a progress line shows what it can), unless STRICT: then an
+        InputError names the field (and a DATA that is no object)."""
         if not isinstance(data, dict):
+            if strict:
+                raise InputError(LIVE_JSON, f"should be an object, got {_show(data)}")
             return None
-        defaults = cls()
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            value, default = data.get(f.name), getattr(defaults, f.name)
-            values[f.name] = value if _fits(value, default, f.type) else default
+        for name, kind in _field_types().items():
+            value = data.get(name)
+            if value is None:
+                continue
+            try:
+                values[name] = _typed(name, value, kind)
+            except InputError:
+                if strict:
+                    raise
         return cls(**values)
 
     def line(self) -> str:
@@ -75,19 +89,33 @@ class LiveStatus:
         return " · ".join(parts)
 
 
-def _fits(value: Any, default: Any, annotation: Any) -> bool:
-    """VALUE may replace DEFAULT: the same kind (a number for a number, not a bool), or None where
-    the field may be None."""
-    if value is None:
-        return "None" in str(annotation)
-    if isinstance(value, bool):
-        return False
-    kind = annotation if isinstance(annotation, str) else str(annotation)
-    if kind.startswith("str"):
-        return isinstance(value, str)
-    if kind.startswith("int"):
-        return isinstance(value, int)
-    return isinstance(value, int | float) and math.isfinite(value)
+_DESCRIBE = {int: "an integer", float: "a finite number", str: "a string"}
+
+
+@functools.cache
+def _field_types() -> dict[str, type]:
+    """Each field's type: int, float or str (a field that may be None: its other type), resolved once
+    from the dataclass (annotations are strings under __future__)."""
+    return {
+        name: next(t for t in typing.get_args(hint) or (hint,) if t is not type(None))
+        for name, hint in typing.get_type_hints(LiveStatus).items()
+    }
+
+
+def _typed(name: str, value: Any, kind: type) -> Any:
+    """VALUE (not None) as the field NAME of type KIND holds it: a float field takes any finite number
+    (as a float), an int field an integer, a str field a string, and no field a bool; InputError
+    naming the field otherwise."""
+    if kind in _DESCRIBE and not isinstance(value, bool):
+        if kind is float and isinstance(value, int | float) and math.isfinite(value):
+            return float(value)
+        if kind is not float and isinstance(value, kind):
+            return value
+    raise InputError(LIVE_JSON, f'"{name}" should be {_DESCRIBE.get(kind, kind)}, got {_show(value)}')
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value)[:40]
 
 
 def read_live(path: Path) -> LiveStatus | None:

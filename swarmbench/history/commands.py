@@ -1,5 +1,6 @@
-"""`swarmbench history add|list|import|export`: runs into the history store and out of it again
-(their options are parsed in swarmbench/cli.py). Standard library only: a runner records its runs
+"""`swarmbench history add|list|import|export|accept`: runs into the history store and out of it
+again, and a person's decision on a run (their options are parsed in swarmbench/cli.py; `history
+triage` needs the trend's statistics: compare/commands.py). Standard library only: a runner records its runs
 with these, and a CI job without numpy can keep main's history.
 
 Every command opens the store named by `--history` (else SWARMBENCH_HISTORY, else
@@ -113,4 +114,30 @@ def export(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
-ACTIONS = {"add": add, "list": list_runs, "import": import_folders, "export": export}
+def accept(store: Store, args: argparse.Namespace) -> int:
+    """Record that RUN starts an accepted new level (--reason required): the trend's check stops
+    calling its change open, and the gate's baseline may start there."""
+    reason = (args.reason or "").strip()
+    if not reason:
+        raise UsageError(
+            f"history accept {args.run}: --reason TEXT is required (why the new level is accepted)"
+        )
+    found = store.runs(run_key=args.run) or store.runs(run_id=args.run)
+    if not found:
+        raise UsageError(f"history accept {args.run}: no such run in {store.where} (history list shows them)")
+    if len(found) > 1:
+        keys = ", ".join(r.run_key for r in found[:3])
+        raise UsageError(
+            f"history accept {args.run}: {len(found)} runs have that id; name one by its run_key ({keys})"
+        )
+    run = found[0]
+    by = os.environ.get("GITHUB_ACTOR") or os.environ.get("USER") or "-"
+    decision = store.accept(run, reason, by)
+    if decision is None:
+        print(f"already accepted: {run.run_id} ({run.run_key}) in {store.where}")
+    else:
+        print(f"accepted: {run.run_id} ({run.run_key}, branch {run.branch}) starts a new level: {reason}")
+    return 0
+
+
+ACTIONS = {"add": add, "list": list_runs, "import": import_folders, "export": export, "accept": accept}

@@ -203,7 +203,7 @@ def _started_at(folder: Path, manifest: dict[str, Any]) -> str:
     text = _text(manifest.get("started_at"))
     if text:
         try:
-            return iso(datetime.fromisoformat(text.replace("Z", "+00:00")))
+            return col.utc_iso(datetime.fromisoformat(text.replace("Z", "+00:00")))
         except ValueError:
             raise FolderError(folder / col.MANIFEST, f"started_at {text!r} is not a time") from None
     history = folder / col.HISTORY_CSV
@@ -211,15 +211,8 @@ def _started_at(folder: Path, manifest: dict[str, Any]) -> str:
         for row in read_table(history).rows[:1]:
             seconds = _number(row.get(col.TIMESTAMP))
             if seconds:
-                return iso(datetime.fromtimestamp(seconds, UTC))
-    return iso(datetime.fromtimestamp((folder / col.STATS_CSV).stat().st_mtime, UTC))
-
-
-def iso(t: datetime) -> str:
-    """T as the store's time text (UTC, milliseconds, Z): fixed width, so text order is time order."""
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                return col.utc_iso(datetime.fromtimestamp(seconds, UTC))
+    return col.utc_iso(datetime.fromtimestamp((folder / col.STATS_CSV).stat().st_mtime, UTC))
 
 
 def _text(value: Any) -> str:

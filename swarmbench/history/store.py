@@ -64,16 +64,17 @@ from typing import Any
 from urllib.parse import quote
 
 from swarmbench.core import folder as col
-from swarmbench.history.record import METRICS, FolderError, RunData, iso, read_run
+from swarmbench.core.atomic import atomic_file, write_atomic
+from swarmbench.history.record import METRICS, FolderError, RunData, read_run
 
 # --- the tables -----------------------------------------------------------------------------------
 
 FORMAT = "swarmbench-history"
 """history_meta's `format` value: what tells a history from any other database."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bumped when a table changes; a store with a newer one is refused (never half-read), an older one
-is upgraded on open (there is none yet)."""
+is upgraded on open (MIGRATIONS, one transaction). 2: history_triage."""
 
 _DDL = """
 CREATE TABLE history_meta (
@@ -125,6 +126,22 @@ INSERT INTO history_meta (key, value) VALUES ('format', '{format}');
 INSERT INTO history_meta (key, value) VALUES ('schema_version', '{version}');
 """
 
+_TRIAGE_DDL = """
+CREATE TABLE history_triage (
+    run BIGINT NOT NULL PRIMARY KEY REFERENCES history_runs (id) ON DELETE CASCADE,
+    decision TEXT NOT NULL CHECK (decision IN ('accepted')),
+    reason TEXT NOT NULL,
+    decided_at TEXT NOT NULL,
+    decided_by TEXT NOT NULL
+){clustered};
+"""
+"""Schema 2: a person's decision on a run that starts a new level (`history accept`): the trend's
+check stops calling the change a regression, and the gate's baseline may start there."""
+
+MIGRATIONS = {1: _TRIAGE_DDL}
+"""The statements that take a store from schema version K to K + 1 (run on open, in one
+transaction with the version's update: a store is at one version or the next, never between)."""
+
 ENGINE_WORDS = {
     # SQLite: INTEGER PRIMARY KEY is the rowid (assigned on insert); WITHOUT ROWID stores a
     # table in its primary key's order, one B-tree instead of two (a run's rows lie together).
@@ -135,7 +152,13 @@ ENGINE_WORDS = {
 
 def statements(engine: str) -> list[str]:
     """The schema of ENGINE ("sqlite" or "postgresql") as separate statements, in order."""
-    text = _DDL.format(format=FORMAT, version=SCHEMA_VERSION, **ENGINE_WORDS[engine])
+    text = (_DDL + _TRIAGE_DDL).format(format=FORMAT, version=SCHEMA_VERSION, **ENGINE_WORDS[engine])
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def migration(engine: str, version: int) -> list[str]:
+    """The statements that take an ENGINE store from schema VERSION to VERSION + 1."""
+    text = MIGRATIONS[version].format(**ENGINE_WORDS[engine])
     return [s.strip() for s in text.split(";") if s.strip()]
 
 
@@ -185,8 +208,8 @@ class Db:
         except self.errors as e:
             raise HistoryError(f"{self.where}: {_one_line(e)}") from None
 
-    def _check(self, meta: dict[str, str]) -> None:
-        """Refuse a database that is not a history, or a history newer than this code."""
+    def _check(self, meta: dict[str, str]) -> int:
+        """Refuse a database that is not a history, or a history newer than this code; its version."""
         if meta.get("format") != FORMAT:
             raise HistoryError(f"{self.where}: not a swarmbench history (history_meta has no format row)")
         version = meta.get("schema_version", "")
@@ -197,6 +220,27 @@ class Db:
                 f"{self.where}: history schema version {version} is newer than this swarmbench's "
                 f"({SCHEMA_VERSION}); upgrade swarmbench to use it"
             )
+        return int(version)
+
+    def _upgrade(self, version: int) -> None:
+        """Bring a store of an older schema VERSION to SCHEMA_VERSION in one transaction, re-reading
+        the version under the write lock (another process may have upgraded it meanwhile)."""
+        if version >= SCHEMA_VERSION:
+            return
+        with self.write() as cur:
+            self._lock(cur)
+            cur.execute(self.sql("SELECT value FROM history_meta WHERE key = 'schema_version'"))
+            now = int(cur.fetchone()[0])
+            for k in range(now, SCHEMA_VERSION):
+                for statement in migration(self.engine, k):
+                    cur.execute(statement)
+            cur.execute(
+                self.sql("UPDATE history_meta SET value = ? WHERE key = 'schema_version'"),
+                (str(SCHEMA_VERSION),),
+            )
+
+    def _lock(self, cur: Any) -> None:
+        """Serialise schema changes (SQLite's BEGIN IMMEDIATE already holds the write lock)."""
 
 
 class Sqlite(Db):
@@ -238,7 +282,7 @@ class Sqlite(Db):
                 if "history_meta" not in self._tables():
                     for statement in statements(self.engine):
                         cur.execute(statement)
-        self._check(dict(self.rows("SELECT key, value FROM history_meta")))
+        self._upgrade(self._check(dict(self.rows("SELECT key, value FROM history_meta"))))
         with self._errors():
             # WAL: readers never wait for a writer, writers queue on the lock (busy timeout);
             # NORMAL: a power cut may lose the last commit, never corrupt the file.
@@ -297,11 +341,11 @@ class Postgres(Db):
         try:
             if not self._exists():
                 with self.write() as cur:
-                    cur.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_ID,))
+                    self._lock(cur)
                     if not self._exists():
                         for statement in statements(self.engine):
                             cur.execute(statement)
-            self._check(dict(self.rows("SELECT key, value FROM history_meta")))
+            self._upgrade(self._check(dict(self.rows("SELECT key, value FROM history_meta"))))
         except BaseException:
             self.conn.close()
             raise
@@ -317,6 +361,9 @@ class Postgres(Db):
 
     def sql(self, text: str) -> str:
         return text.replace("?", "%s")
+
+    def _lock(self, cur: Any) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_ID,))
 
     @contextmanager
     def write(self) -> Iterator[Any]:
@@ -365,6 +412,18 @@ class Configuration:
     branch: str
     runs: int
     load: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A person's decision on a run (history_triage): `accepted` (it starts a new level), why, when,
+    by whom."""
+
+    run: RunRecord
+    decision: str
+    reason: str
+    decided_at: str
+    decided_by: str
 
 
 @dataclass
@@ -435,7 +494,7 @@ class Store:
 
     def add_runs(self, runs: Sequence[RunData]) -> list[bool]:
         """Add RUNS (already read) in one transaction; per run, True if added, False if there."""
-        added_at = iso(datetime.now(UTC))
+        added_at = col.utc_iso(datetime.now(UTC))
         out = []
         with self._db.write() as cur:
             for run in runs:
@@ -558,6 +617,42 @@ class Store:
     def count(self) -> int:
         return int(self._db.rows("SELECT COUNT(*) FROM history_runs")[0][0])
 
+    # --- triage: a person's decisions ---
+
+    def accept(self, run: RunRecord, reason: str, by: str) -> Decision | None:
+        """Record that RUN starts an accepted new level (REASON: why, BY: who); None when it was
+        accepted already (the first decision stays), else the decision recorded."""
+        decided_at = col.utc_iso(datetime.now(UTC))
+        with self._db.write() as cur:
+            cur.execute(
+                self._db.sql(
+                    "INSERT INTO history_triage (run, decision, reason, decided_at, decided_by) "
+                    "VALUES (?, 'accepted', ?, ?, ?) ON CONFLICT (run) DO NOTHING RETURNING run"
+                ),
+                (run.id, reason, decided_at, by),
+            )
+            added = cur.fetchone() is not None
+        return Decision(run, "accepted", reason, decided_at, by) if added else None
+
+    def decisions(self, **equal: str) -> list[Decision]:
+        """Every recorded decision, oldest run first; EQUAL filters the runs as runs() does."""
+        where, params = _filters(equal)
+        rows = self._db.rows(
+            f"SELECT {', '.join('r.' + c for c in _RUN_COLUMNS)}, t.decision, t.reason, t.decided_at, "
+            f"t.decided_by FROM history_triage t JOIN history_runs r ON r.id = t.run"
+            f"{where.replace(' WHERE ', ' WHERE r.').replace(' AND ', ' AND r.')} "
+            "ORDER BY r.started_at, r.id",
+            params,
+        )
+        n = len(_RUN_COLUMNS)
+        return [Decision(_record(row[:n]), *row[n:]) for row in rows]
+
+    def accepted(self, fingerprint: str, host: str, testbed: str, branch: str) -> list[str]:
+        """The run_keys of the configuration's runs that start an accepted new level, oldest first
+        (`swarmbench history accept`): the trend's check and the gate start their baseline there."""
+        found = self.decisions(fingerprint=fingerprint, host=host, testbed=testbed, branch=branch)
+        return [d.run.run_key for d in found if d.decision == "accepted"]
+
 
 def _read(folder: Path, branch: str | None, testbed: str | None) -> RunData:
     try:
@@ -672,7 +767,7 @@ def export_otava(store: Store, out: Path) -> list[Path]:
         name = test_name(fingerprint, host, testbed)
         path = out / f"{name}.csv"
         tests[name] = (path, _write_csv(store, path, configs))
-    (out / "otava.yaml").write_text(_yaml(tests), encoding="utf-8")
+    write_atomic(out / "otava.yaml", _yaml(tests))
     return [path for path, _ in tests.values()]
 
 
@@ -706,7 +801,7 @@ def _write_csv(store: Store, path: Path, configs: list[Configuration]) -> list[s
         have = {c for c, v in values.items() if not math.isnan(v)}
         complete = have if complete is None else complete & have
     metric_columns = sorted(complete or ())
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_file(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow([TIME_COLUMN, *ATTRIBUTES, *metric_columns])
         for started, attributes, values in rows:

@@ -55,6 +55,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 from pyhdrh import encode as _v2_varints
 
+from swarmbench.core.atomic import atomic_file
 from swarmbench.core.checks import AGGREGATED, PERCENTILE_METRICS
 from swarmbench.core.exits import InputError, read_text
 
@@ -359,7 +360,7 @@ class LatencyBook:
         return out
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        with atomic_file(path, newline="") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
             writer.writeheader()
             writer.writerows(self.rows())
@@ -389,6 +390,22 @@ class LatencyBook:
         except json.JSONDecodeError as e:
             raise InputError(path, f"invalid JSON at line {e.lineno}: {e.msg}") from None
         return cls.from_json(data, path)
+
+
+class LatencyView(LatencyBook):
+    """A LatencyBook over histograms another object goes on counting into (Windows.totals: the run so
+    far, asked every live poll), without copying them: read it now; nothing can be added to it (a
+    TypeError), and a reader that keeps figures across the owner's later counting copies them."""
+
+    def __init__(self, hists: dict[Key, HdrHistogram]) -> None:
+        super().__init__()
+        self.hists = hists
+
+    def _hist(self, key: Key) -> HdrHistogram:
+        raise TypeError("a LatencyView is read-only: add its histograms into a LatencyBook instead")
+
+    def add(self, key: Key, hist: HdrHistogram) -> None:
+        self._hist(key)
 
 
 def decode(text: Any, where: str | Path, row: str) -> HdrHistogram:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from swarmbench.latency.histogram import KINDS, SUB_BUCKET_BITS, Timeline, bucket_us
-from swarmbench.latency.windows import WINDOW_S, Packed, Shipment, pack, ship, window_of
+from swarmbench.latency.windows import WINDOW_S, Packed, Shipment, pack, rebased, ship
 
 
 class _Buffer:
@@ -107,15 +107,8 @@ class Recorder:
                     keyed = shipped.get(window)
                     if keyed is None:
                         keyed = shipped[window] = {}
-                    singles, pairs = pack(Counter(values))
-                    before = keyed.get((request_type, name, kind))
-                    if before is not None:  # flushed before in this report (FLUSH_AT): together
-                        singles, pairs, failures = (
-                            before[0] + singles,
-                            before[1] + pairs,
-                            before[2] + failures,
-                        )
-                    keyed[(request_type, name, kind)] = (singles, pairs, failures)
+                    # flushed before in this report (FLUSH_AT): together
+                    _add(keyed, (request_type, name, kind), (*pack(Counter(values)), failures))
         for second, lists in self.by_second.items():
             for kind, values in zip(KINDS, lists, strict=True):
                 if values:
@@ -136,7 +129,7 @@ class Recorder:
             return
         buffers, self.buffers = self.buffers, {}
         for (window, request_type, name), buffer in buffers.items():
-            moved = (window_of(counted_from + window * WINDOW_S - t0), request_type, name)
+            moved = (rebased(window, counted_from, t0), request_type, name)
             mine = self.buffers.get(moved)
             if mine is None:
                 self.buffers[moved] = buffer
@@ -146,13 +139,18 @@ class Recorder:
                     mine.failures[kind] += buffer.failures[kind]
         shipped, self.shipped = self.shipped, {}
         for window, keyed in shipped.items():
-            into = self.shipped.setdefault(window_of(counted_from + window * WINDOW_S - t0), {})
-            for key, (singles, pairs, failures) in keyed.items():
-                if key in into:  # two old windows in one new one (window 0): the same samples, together
-                    before = into[key]
-                    singles, pairs, failures = before[0] + singles, before[1] + pairs, before[2] + failures
-                into[key] = (singles, pairs, failures)
+            into = self.shipped.setdefault(rebased(window, counted_from, t0), {})
+            for key, packed in keyed.items():  # two old windows in one new one (window 0): together
+                _add(into, key, packed)
 
     def clear(self) -> None:
         """Forget what was not shipped (a new test: Locust clears its stats then too)."""
         self.take()
+
+
+def _add(keyed: dict[tuple[str, str, int], Packed], key: tuple[str, str, int], packed: Packed) -> None:
+    """PACKED filed under KEY, after the samples KEYED holds there already (the same window's)."""
+    before = keyed.get(key)
+    if before is not None:
+        packed = (before[0] + packed[0], before[1] + packed[1], before[2] + packed[2])
+    keyed[key] = packed

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 
 from hdrh.histogram import HdrHistogram
 
+from swarmbench.core.atomic import atomic_file
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError, read_text
 from swarmbench.latency import histogram
@@ -62,7 +63,7 @@ from swarmbench.latency.histogram import (
     FORMAT_VERSION,
     KINDS,
     Key,
-    LatencyBook,
+    LatencyView,
     add_buckets,
     bucket_columns,
     bucket_index,
@@ -113,7 +114,6 @@ KEYSETS_KEPT = 1024
 workers of one scenario send a few, so each report's is found, not checked and copied again; past
 this many (names that come and go) the memory starts over."""
 
-WindowKey = tuple[int, str, str, str]  # (window, request type, name, kind)
 Packed = tuple[bytes, list[int], int]  # one window's samples of one key: (16-bit indices, pairs, failures)
 Filed = tuple[tuple[Key, ...], bytes, bytes, list[int], bytes]  # a window entry as the master keeps it
 
@@ -140,6 +140,12 @@ def window_of(seconds_since_start: float) -> int:
     """The window a request that ended this long after the test start counts in (0 for a request
     that ended before it: a web-UI test's stragglers from the previous one)."""
     return max(0, int(seconds_since_start // WINDOW_S))
+
+
+def rebased(window: int, counted_from: float, t0: float) -> int:
+    """WINDOW of a clock that counted from COUNTED_FROM, counted from T0 instead (a web-UI reset
+    moved the start): by the window's start, so what ended before T0 lands in window 0."""
+    return window_of(counted_from + window * WINDOW_S - t0)
 
 
 def pack(values: Counter[int]) -> tuple[bytes, list[int]]:
@@ -188,7 +194,7 @@ def rebase(shipment: Any, counted_from: float, t0: float) -> Any:
     (merge() names it)."""
     try:
         keys, entries = shipment
-        moved = [[window_of(counted_from + e[0] * WINDOW_S - t0), *e[1:]] for e in entries]
+        moved = [[rebased(e[0], counted_from, t0), *e[1:]] for e in entries]
     except (TypeError, ValueError, IndexError):
         return shipment
     return Shipment(keys, moved)
@@ -264,7 +270,7 @@ class Windows:
         self.piles: dict[int, list[Filed]] = {}  # open windows (and late pieces of sealed ones)
         self.sealed: dict[int, list[str]] = {}  # window -> its CSV lines, Aggregated rows included
         self.summary: dict[int, dict[str, dict[str, Any]]] = {}  # window -> kind -> its Aggregated row
-        self.failures: Counter[WindowKey] = Counter()  # of the sealed windows
+        self.failures: dict[int, Counter[Key]] = {}  # sealed window -> its failures per key (when any)
         self.run: dict[Key, HdrHistogram] = {}  # every window's counted entries added up, per key
         self.tallies: dict[int, Tally] = {}  # open window -> its entries counted so far
         self.newest = -1
@@ -361,8 +367,8 @@ class Windows:
         self.piles.pop(window, None)
         self.tallies.pop(window, None)
         late = tally.counts
-        for key, n in tally.failures.items():
-            self.failures[(window, *key)] += n
+        if tally.failures:  # added to what it had when sealed before (a late piece re-opened it)
+            self.failures.setdefault(window, Counter()).update(tally.failures)
         counted = self._sealed_counts(window)
         for key, counts in late.items():
             if key in counted:
@@ -398,18 +404,15 @@ class Windows:
             tally.done = len(entries)
         return tally
 
-    def _open(self, window: int) -> tuple[dict[Key, Counter[int]], Counter[WindowKey]]:
+    def _open(self, window: int) -> tuple[dict[Key, Counter[int]], Counter[Key]]:
         """WINDOW's counts per key and failures: its sealed lines' (a late piece re-opened it) and
         its open entries' together (new Counters: the tally stays the tally)."""
         counted = self._sealed_counts(window)
-        failures: Counter[WindowKey] = Counter()
-        if window in self.sealed:  # re-opened: its sealed failures too (a scan of the run's, so only then)
-            failures.update({k: n for k, n in self.failures.items() if k[0] == window})
+        failures = Counter(self.failures.get(window, ()))  # re-opened: its sealed failures too
         tally = self._tally(window)
         for key, counts in tally.counts.items():
             counted.setdefault(key, Counter()).update(counts)
-        for key, n in tally.failures.items():
-            failures[(window, *key)] += n
+        failures.update(tally.failures)
         return counted, failures
 
     def seal_all(self) -> None:
@@ -448,22 +451,20 @@ class Windows:
                 if key[2] == kind and counts:
                     indices = sorted(counts)
                     parts.append((indices, list(map(counts.__getitem__, indices))))
-                    fails += failures[(window, *key)]
+                    fails += failures[key]
             if parts:
                 out[window] = _short(_aggregated_row(window, kind, parts, fails))
         return [out[w] for w in sorted(out)]
 
-    def totals(self) -> LatencyBook:
+    def totals(self) -> LatencyView:
         """The whole run per (type, name, kind): every window's entries, sealed or open, added up
-        (exact: counts add losslessly), as copies. Nothing is sealed by asking; what came since the
-        last call is counted now, once."""
+        (exact: counts add losslessly). A read-only view of the histograms this goes on counting
+        into, not copies: the live status and the web UI's table ask every poll, and copying every
+        key's histogram (~200 KB each) cost about as much as the Aggregated figure the live status
+        reads. Nothing is sealed by asking; what came since the last call is counted now, once."""
         for window in list(self.piles):
             self._tally(window)
-        book = LatencyBook()
-        for key, total in self.run.items():
-            if total.get_total_count():
-                book.add(key, total)  # a copy: a reader's, while this one goes on counting
-        return book
+        return LatencyView({key: total for key, total in self.run.items() if total.get_total_count()})
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """CSV rows, window by window: each (type, name, kind), sorted, then Aggregated per kind."""
@@ -483,18 +484,16 @@ class Windows:
         for window in sorted(self.sealed):
             yield from self.sealed[window]
 
-    def _rows(
-        self, window: int, counted: dict[Key, Counter[int]], failed: Counter[WindowKey] | None = None
-    ) -> Iterator[dict[str, Any]]:
+    def _rows(self, window: int, counted: dict[Key, Counter[int]]) -> Iterator[dict[str, Any]]:
         """WINDOW's rows: each key's from its non-empty buckets, sorted; then each kind's Aggregated
-        row from the same buckets (summed_percentiles: its keys are never added up). FAILED: the
-        failures counted (the sealed windows' when not given)."""
-        failed = self.failures if failed is None else failed
+        row from the same buckets (summed_percentiles: its keys are never added up), with the
+        failures sealing counted."""
+        failed = self.failures.get(window, Counter())
         parts: dict[str, list[tuple[list[int], list[int]]]] = {}
         fails: Counter[str] = Counter()
         for key in sorted((k for k in counted if counted[k]), key=lambda k: (k[1], k[0], _kind_order(k[2]))):
-            request_type, name, kind = key
-            failures = failed[(window, request_type, name, kind)]
+            kind = key[2]
+            failures = failed[key]
             indices = sorted(counted[key])
             counts = list(map(counted[key].__getitem__, indices))
             yield bucket_row(window, key, indices, counts, failures)
@@ -504,7 +503,7 @@ class Windows:
             yield _aggregated_row(window, kind, parts[kind], fails[kind])
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        with atomic_file(path, newline="") as f:
             csv.writer(f).writerow(WINDOW_COLUMNS)
             f.writelines(self.lines())
 

@@ -18,7 +18,6 @@ Standard library, core and swarmbench.latency (hdrhistogram) only: the Locust im
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +27,7 @@ from urllib.parse import quote
 
 from swarmbench.core import folder
 from swarmbench.core.answer import INTENDED, SERVICE, Answer, NameAnswer, csv_rows, read_answer
+from swarmbench.core.atomic import write_atomic
 from swarmbench.core.bottleneck import GENERATOR_CPU_LIMIT_PCT
 from swarmbench.core.checks import AGGREGATED, EXACT
 from swarmbench.core.exits import InputError
@@ -46,7 +46,7 @@ from swarmbench.core.manifest import (
 from swarmbench.core.openmodel import PER_SECOND_COLUMNS
 from swarmbench.core.runfolder import read_table
 from swarmbench.latency.histogram import LatencyBook, percentile_values
-from swarmbench.page import svg
+from swarmbench.page import skeleton, svg
 
 MARK = '<meta name="generator" content="swarmbench run page">'
 """In every run page's head: tells a run page from Locust's own report.html of older folders."""
@@ -247,15 +247,15 @@ def _read_arrival(path: Path, facts: Facts) -> None:
 
 
 def _files(run_dir: Path, written: Sequence[str]) -> list[tuple[str, int | None]]:
-    """The folder's entries (WRITTEN: files about to be written), the page itself and temp files left
-    out."""
+    """The folder's entries (WRITTEN: files about to be written), the page itself and hidden entries
+    left out (core/atomic.py's temp files among them: every writer of a run folder goes through it)."""
     out: dict[str, int | None] = {}
     try:
         entries = sorted(run_dir.iterdir())
     except OSError:
         entries = []
     for p in entries:
-        if p.name == folder.REPORT_HTML or p.name.startswith(".") or p.name.endswith(".tmp"):
+        if p.name == folder.REPORT_HTML or p.name.startswith("."):
             continue
         try:
             out[p.name] = None if p.is_dir() else p.stat().st_size
@@ -299,22 +299,12 @@ def rate(value: float) -> str:
 # --- the page -------------------------------------------------------------------------------------
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1040px;
-margin:1.5em auto;padding:0 1em;color:#222;line-height:1.45}
-h1{margin:.2em 0;font-size:1.6em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
-table{border-collapse:collapse;font-size:14px;margin:.6em 0} th,td{border:1px solid #ddd;padding:3px 8px}
-th{background:#f3f3f3;text-align:left} td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.total td{font-weight:bold;background:#fafafa}
 .answer{background:#f3f7fc;border:2px solid #4c72b0;border-radius:6px;padding:.3em 1.2em .8em;margin:1em 0}
 .status{font-size:1.1em;font-weight:bold} .ok{color:#1b7a2f} .bad{color:#b3261e} .warnc{color:#9a6700}
-.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em 1em;margin:.8em 0}
 .missing{background:#fdecea;border-left:4px solid #b3261e;padding:.4em 1em;margin:.8em 0}
-.muted{color:#666;font-size:13px} figure{margin:1em 0} figcaption{color:#555;font-size:13px}
-img{max-width:100%}
-details{margin:.6em 0} summary{cursor:pointer;font-weight:bold} code{font-size:90%}
 """
-STYLE = " ".join(line.strip() for line in CSS.strip().splitlines())
-"""CSS on one line in the page: every page's head is then one line, not a block repeated in each file."""
+"""The run page's own rules, after page/skeleton.py's shared ones: the answer box, the status's
+colours, the box of what could not be read."""
 
 
 def render(run_dir: Path, manifest: RunManifest | None = None) -> str:
@@ -324,13 +314,8 @@ def render(run_dir: Path, manifest: RunManifest | None = None) -> str:
 
 
 def document(title: str, content: str) -> str:
-    """The page around CONTENT. Written compact, a few long lines (it is generated, for a browser):
-    the same markup of every run folder is not a block of lines repeated file after file."""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'{MARK}<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>\n{content}\n</body></html>\n"
-    )
+    """The page around CONTENT: page/skeleton.py's document with the run page's rules and its MARK."""
+    return skeleton.document(title, content, css=CSS, head=MARK)
 
 
 def body(facts: Facts, href: str = "", heading: int = 1) -> str:
@@ -777,11 +762,7 @@ def _files_html(facts: Facts, href: str) -> str:
 
 def write(run_dir: Path, manifest: RunManifest | None = None) -> Path:
     """RUN_DIR/report.html, replaced atomically (a reader sees the old page or the new)."""
-    path = Path(run_dir) / folder.REPORT_HTML
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(run_dir, manifest), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(Path(run_dir) / folder.REPORT_HTML, render(run_dir, manifest))
 
 
 def is_run_page(path: Path) -> bool:

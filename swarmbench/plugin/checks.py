@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from locust.env import Environment
 from locust.stats import RequestStats, StatsEntry
 
 from swarmbench.core import exits
+from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import (
     AGGREGATED,
     EXACT,
@@ -43,6 +43,7 @@ from swarmbench.core.checks import (
     parse_checks,
 )
 from swarmbench.core.folder import JUNIT_XML
+from swarmbench.core.junit import Case, junit_xml
 from swarmbench.latency.histogram import LatencyBook, exact_value
 from swarmbench.plugin.lifecycle import Run
 from swarmbench.plugin.options import die
@@ -150,33 +151,18 @@ def print_outcomes(outcomes: list[Outcome], code: int = exits.THRESHOLDS_BROKEN)
 # --- junit.xml ----------------------------------------------------------------------------------
 
 
-def junit_tree(outcomes: list[Outcome], seconds: float, timestamp: str) -> ET.ElementTree:
-    """One testsuite, one testcase per threshold, a <failure> when broken (JUnit XML as read by
-    GitHub/GitLab/Jenkins reporters)."""
-    failures = sum(not o.passed for o in outcomes)
-    common = {"tests": str(len(outcomes)), "failures": str(failures), "errors": "0", "time": f"{seconds:.3f}"}
-    root = ET.Element("testsuites", name="swarmbench", **common)
-    suite = ET.SubElement(
-        root,
-        "testsuite",
-        name="swarmbench.checks",
-        skipped="0",
-        timestamp=timestamp,
-        hostname=socket.gethostname(),
-        **common,
-    )
-    for o in outcomes:
-        case = ET.SubElement(suite, "testcase", classname="swarmbench.checks", name=o.check.expr, time="0")
-        ET.SubElement(case, "system-out").text = o.line()
-        if not o.passed:
-            message = o.failure_message()
-            failure = ET.SubElement(case, "failure", message=message, type="ThresholdBroken")
-            failure.text = f"{o.check.expr}: {message}"
-    ET.indent(root)
-    return ET.ElementTree(root)
-
-
 def write_junit(path: Path, outcomes: list[Outcome], seconds: float, timestamp: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    junit_tree(outcomes, seconds, timestamp).write(tmp, encoding="utf-8", xml_declaration=True)
-    tmp.replace(path)
+    """One testcase per threshold, a <failure> when broken (core/junit.py), written whole."""
+    cases = [
+        Case(
+            "swarmbench.checks",
+            o.check.expr,
+            o.line(),
+            failure=None if o.passed else o.failure_message(),
+            kind="ThresholdBroken",
+            detail=None if o.passed else f"{o.check.expr}: {o.failure_message()}",
+        )
+        for o in outcomes
+    ]
+    xml = junit_xml("swarmbench.checks", cases, seconds, timestamp, hostname=socket.gethostname())
+    write_atomic(path, xml)

@@ -34,8 +34,9 @@ from typing import Any
 from flask import Response, jsonify, request
 
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.latency.histogram import LatencyBook, percentile_values
+from swarmbench.latency.histogram import LatencyBook, percentile_columns
 from swarmbench.latency.windows import WINDOW_S
+from swarmbench.page import skeleton
 
 TAB_KEY = "swarmbench-latency"
 """The tab's key: Locust matches a tab, its table and its rows by it (and shows it in the URL)."""
@@ -75,11 +76,11 @@ def rows(book: LatencyBook) -> list[dict[str, Any]]:
 
 def _row(name: str, request_type: str, hist: Any) -> dict[str, Any]:
     count = hist.get_total_count()
-    values = percentile_values(hist, PERCENTILES) if count else {}
+    columns = percentile_columns(hist, PERCENTILES) if count else {}  # the CSV's figures, in ms
     row: dict[str, Any] = {"name": name, "type": request_type, "count": count}
     for p in PERCENTILES:
-        row[f"p{p:g}"] = round(values[p] / 1000, 3) if p in values else None
-    row["max"] = round(hist.get_max_value() / 1000, 3) if count else None
+        row[f"p{p:g}"] = columns.get(f"p{p:g}_ms")
+    row["max"] = columns.get("max_ms")
     return row
 
 
@@ -147,22 +148,24 @@ def install(web_ui: Any, latency: Any) -> None:
 # --- the page --------------------------------------------------------------------------------------
 
 PAGE_CSS = """
-body{margin:0;font-family:"Roboto","Helvetica","Arial",sans-serif;font-size:14px;color:rgba(0,0,0,.87);
-background:#fff}
+body{margin:0;max-width:none;padding:0;line-height:normal;font-family:"Roboto","Helvetica","Arial",sans-serif;
+font-size:14px;color:rgba(0,0,0,.87);background:#fff}
 header{background:#15803d;color:#fff;padding:14px 24px;font-size:20px;font-weight:500;
 box-shadow:0 2px 4px -1px rgba(0,0,0,.2),0 4px 5px 0 rgba(0,0,0,.14)}
 main{padding:16px 24px}p{color:rgba(0,0,0,.6)}
 .paper{background:#fff;border-radius:4px;box-shadow:0 2px 1px -1px rgba(0,0,0,.2),0 1px 1px 0
 rgba(0,0,0,.14),0 1px 3px 0 rgba(0,0,0,.12);overflow-x:auto}
-table{border-collapse:collapse;width:100%}
-th,td{padding:16px;text-align:left;border-bottom:1px solid rgba(224,224,224,1);line-height:1.43}
-th{font-weight:500}tr:last-child td{border-bottom:0}
+table{border-collapse:collapse;width:100%;margin:0}
+th,td{padding:16px;text-align:left;border:0;border-bottom:1px solid rgba(224,224,224,1);line-height:1.43}
+th{font-weight:500;background:none}tr:last-child td{border-bottom:0}
 @media (prefers-color-scheme:dark){body,.paper{background:#121212;color:#fff}
 .paper{background-image:linear-gradient(rgba(255,255,255,.05),rgba(255,255,255,.05))}
 th,td{border-bottom-color:rgba(81,81,81,1)}p{color:rgba(255,255,255,.7)}}
 """
 """The page in the look of Locust's UI: its green bar, Material's paper, table and type (Roboto, then
-Helvetica and Arial, as Locust's theme asks); dark when the system is."""
+Helvetica and Arial, as Locust's theme asks); dark when the system is. Its own rules, after
+page/skeleton.py's shared ones, which they undo where Locust's look differs (the column's width and
+margins, the line height, the tables' borders and head background)."""
 
 
 def page(data: dict[str, Any]) -> str:
@@ -175,14 +178,14 @@ def page(data: dict[str, Any]) -> str:
         note = "Exact latency recording is off (--no-exact-latency): Locust's own table is rounded."
     else:
         note = "Exact (HDR histograms, 3 significant digits) since the run's start, service time."
-    return (
-        f'<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{REFRESH_S}">'
-        f"<title>Swarmbench: exact latency</title><style>{PAGE_CSS}</style></head><body>"
+    content = (
         f"<header>Exact latency</header><main><p>{html.escape(note)}</p>"
         f'<div class="paper"><table><tr>{head}</tr>{body}</table></div>'
         f'<div id="swarmbench-latency-chart" class="paper"></div></main>'
-        f'<script src="{SCRIPT}"></script></body></html>'
+        f'<script src="{SCRIPT}"></script>'
     )
+    refresh = f'<meta http-equiv="refresh" content="{REFRESH_S}">'
+    return skeleton.document("Swarmbench: exact latency", content, css=PAGE_CSS, head=refresh)
 
 
 def _cell(value: Any) -> str:

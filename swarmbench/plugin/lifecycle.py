@@ -43,6 +43,7 @@ from locust.html import get_html_report
 from locust.runners import LocalRunner, MasterRunner, Runner
 
 from swarmbench.core import bottleneck, exits, folder, target
+from swarmbench.core.atomic import atomic_file, write_atomic
 from swarmbench.core.folder import CSV_PREFIX
 from swarmbench.core.health import Health
 from swarmbench.core.loadspec import MIXES, SWEEP_MODES, parse_step_users
@@ -97,7 +98,7 @@ class CsvFiles:
             ("_failures.csv", w.failures_csv),
             ("_exceptions.csv", w.exceptions_csv),
         ):
-            with open(self.prefix + suffix, "w", newline="", encoding="utf-8") as f:
+            with atomic_file(self.prefix + suffix, newline="") as f:
                 write(csv.writer(f))
         history = w.stats_history_file_name()
         with open(history, "a", newline="", encoding="utf-8") as f:
@@ -418,10 +419,7 @@ def write_report(run: Run) -> None:
     """Locust's own HTML report, rendered from the final stats (after the workers' last reports), as
     locust_report.html: report.html is the run page."""
     assert run.run_dir is not None
-    path = run.run_dir / folder.LOCUST_REPORT_HTML
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(get_html_report(run.env, show_download_link=False), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(run.run_dir / folder.LOCUST_REPORT_HTML, get_html_report(run.env, show_download_link=False))
 
 
 def write_page(run: Run) -> None:

@@ -24,7 +24,7 @@ from swarmbench.core import folder
 from swarmbench.core.checks import EXACT, ROUNDED
 from swarmbench.core.live import LiveStatus
 from swarmbench.core.manifest import HEADLESS
-from swarmbench.latency.histogram import percentile_values
+from swarmbench.latency.histogram import percentile_columns
 from swarmbench.plugin.lifecycle import Run
 
 logger = logging.getLogger("swarmbench")
@@ -46,7 +46,8 @@ def status(run: Run, latency: Any) -> LiveStatus:
     if latency.enabled:
         hist = latency.live_totals().aggregated("service")
         if hist.get_total_count():
-            values = {p: round(us / 1000, 3) for p, us in percentile_values(hist, PERCENTILES).items()}
+            columns = percentile_columns(hist, PERCENTILES)  # the files' figures, in ms
+            values = {p: columns[f"p{p:g}_ms"] for p in PERCENTILES}
         source = EXACT
     elif total.num_requests:
         values = {p: float(total.get_response_time_percentile(p / 100)) for p in PERCENTILES}

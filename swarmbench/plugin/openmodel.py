@@ -77,6 +77,7 @@ from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import folder
+from swarmbench.core.atomic import atomic_file
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.loadspec import ArrivalSchedule, parse_arrival_rate, parse_duration
 from swarmbench.core.manifest import LatencyFigures, OpenLatency, OpenModel
@@ -87,7 +88,7 @@ from swarmbench.core.openmodel import (
     generator_iterations,
     summarize,
 )
-from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, percentile_ms
+from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, max_ms, percentile_ms
 from swarmbench.plugin.options import die
 
 # --- waking greenlets at an exact time ------------------------------------------------------------
@@ -576,7 +577,7 @@ class ArrivalLoad:
     def write(self, run_dir: Path) -> None:
         self.plugin.latency.totals()  # this process's own samples filed (standalone)
         curves = self.plugin.latency.timeline.percentiles()
-        with open(run_dir / folder.ARRIVAL_CSV, "w", newline="", encoding="utf-8") as f:
+        with atomic_file(run_dir / folder.ARRIVAL_CSV, newline="") as f:
             writer = csv.writer(f)
             writer.writerow(("timestamp", *PER_SECOND_COLUMNS, *TIMELINE_COLUMNS))
             for second, *counts in self.counts.rows():
@@ -610,7 +611,7 @@ def latency_summary(book: LatencyBook) -> OpenLatency:
                 count=hist.get_total_count(),
                 p50=percentile_ms(hist, 50),
                 p99=percentile_ms(hist, 99),
-                max=round(hist.get_max_value() / 1000, 3),
+                max=max_ms(hist),
             )
             setattr(out, kind, figures)
     if out.service and out.intended and out.service.p99 is not None and out.intended.p99 is not None:

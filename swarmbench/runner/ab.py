@@ -48,17 +48,17 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.core import exits
+from swarmbench.core import cmdline, exits
 from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, is_folder_name
 from swarmbench.core.loadspec import STORES, STRONG
 from swarmbench.core.manifest import git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
-from swarmbench.runner.compose import run_folders
 from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner, SweepSettings
-from swarmbench.runner.settings import ROOT, SWARMBENCH, Headless, display, record_runs, results_dir
+from swarmbench.runner.settings import Headless, display, find_checkout, record_runs, results_dir
 from swarmbench.runner.sweep import Progress
+from swarmbench.runner.terminal import run_folders
 
 # --- --baseline: one run against a saved baseline ----------------------------------------------------
 
@@ -108,19 +108,23 @@ def compare_with_baseline(
         )
         return run_code
     out = out_dir(run_dir, baseline)
-    if baseline == HISTORY:
-        where = ["--history", store] if store else ["--history"]
-        cmd = [*SWARMBENCH, "compare", *where, str(run_dir), "-o", str(out)]
-    else:
-        cmd = [*SWARMBENCH, "compare", str(baseline), str(run_dir), "-o", str(out)]
     what = "the run history" if baseline == HISTORY else display(Path(baseline))
     print(
         f"swarmbench: compare {display(run_dir)} with {what} -> {display(out)}/",
         file=sys.stderr,
         flush=True,
     )
-    code = subprocess.run(cmd, cwd=ROOT).returncode
+    code = subprocess.run(baseline_command(run_dir, baseline, store), cwd=find_checkout()).returncode
     return run_code or code
+
+
+def baseline_command(run_dir: Path, baseline: Path | str, store: str | None = None) -> list[str]:
+    """`swarmbench compare BASELINE RUN_DIR -o OUT`, or against the run history (STORE, None: the
+    comparison's default) `swarmbench compare RUN_DIR -o OUT --history [STORE]`."""
+    out = out_dir(run_dir, baseline)
+    if baseline == HISTORY:
+        return [*cmdline.PROGRAM, *cmdline.compare(run_dir, out, history=store or "")]
+    return [*cmdline.PROGRAM, *cmdline.compare(run_dir, out, baseline=Path(baseline))]
 
 
 def run_with_baseline(
@@ -327,7 +331,7 @@ def save_points(
     """ab.json, rewritten atomically (the sweep's record: state, each run's status)."""
     runner = "local" if s.local else "compose"
     SweepState.from_points(
-        s.ab_id, identity(s, env), points, state=state, runner=runner, git_commit=git_commit(ROOT)
+        s.ab_id, identity(s, env), points, state=state, runner=runner, git_commit=git_commit(find_checkout())
     ).write(root, AB_JSON)
 
 
@@ -345,7 +349,7 @@ def schedule(repeats: int) -> list[SweepPoint]:
 class StagingRunner(ComposeRunner):
     """Each run is `python -m swarmbench headless --staging`: the side's host, no bundled target."""
 
-    headless_args = ("--staging",)
+    staging = True
 
 
 def point_runner(s: AbSettings, root: Path, env: dict[str, str]) -> PointRunner:
@@ -451,14 +455,21 @@ def compare_sides(s: AbSettings, root: Path) -> int:
     (`swarmbench floor`), A/B the verdicts (`swarmbench compare`); its exit code."""
     command = "floor" if s.aa else "compare"
     out = compare_dir(root)
-    cmd = [*SWARMBENCH, command, str(root / "A"), str(root / "B"), "-o", str(out), *s.compare_args]
     print(
         f"swarmbench ab: swarmbench {command} {display(root)}/A {display(root)}/B -o {display(out)}",
         *s.compare_args,
         file=sys.stderr,
         flush=True,
     )
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    return subprocess.run(sides_command(s, root, out), cwd=find_checkout()).returncode
+
+
+def sides_command(s: AbSettings, root: Path, out: Path) -> list[str]:
+    """`swarmbench floor A B -o OUT` (A/A) or `swarmbench compare A B -o OUT`, with COMPARE_ARGS."""
+    a, b = root / "A", root / "B"
+    if s.aa:
+        return [*cmdline.PROGRAM, *cmdline.floor(a, b, out, options=s.compare_args)]
+    return [*cmdline.PROGRAM, *cmdline.compare(b, out, baseline=a, options=s.compare_args)]
 
 
 def compare_dir(root: Path) -> Path:

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from swarmbench.core import exits
 from swarmbench.core.exits import UsageError
-from swarmbench.core.folder import MANIFEST
 from swarmbench.core.manifest import git_branch, git_commit
-from swarmbench.runner.settings import ROOT, Headless, results_dir
+from swarmbench.runner.settings import Headless, checkout, results_dir
 from swarmbench.runner.terminal import Console
 
 COMPOSE_FILES = ("docker-compose.yml", "compose/headless.yml")
@@ -66,9 +65,10 @@ def interruptible() -> Iterator[None]:
 
 
 def compose_cmd(*args: str, files: tuple[str, ...] = COMPOSE_FILES) -> list[str]:
-    cmd = ["docker", "compose", "--project-directory", str(ROOT)]
+    root = checkout()  # the compose files are the checkout's (cli checked it names one)
+    cmd = ["docker", "compose", "--project-directory", str(root)]
     for f in files:
-        cmd += ["-f", str(ROOT / f)]
+        cmd += ["-f", str(root / f)]
     return [*cmd, *args]
 
 
@@ -157,10 +157,6 @@ def prepare_results(env: dict[str, str], results: Path) -> None:
     env["SWARMBENCH_UID"], env["SWARMBENCH_GID"] = str(uid), str(gid)
 
 
-def run_folders(results: Path) -> set[Path]:
-    return set(results.rglob(MANIFEST)) if results.exists() else set()
-
-
 def stack_env(settings: Headless, environ: dict[str, str] | None = None) -> tuple[dict[str, str], Path]:
     """The environment every engine's stack gets (compose, swarm): the results folder prepared
     for the containers' user, the headers file checked readable by it, the commit recorded."""
@@ -170,8 +166,9 @@ def stack_env(settings: Headless, environ: dict[str, str] | None = None) -> tupl
     prepare_results(env, results)
     if settings.headers_file:
         check_headers_readable(settings.headers_file, env)
-    env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
-    env.setdefault("LOCUST_GIT_BRANCH", git_branch(ROOT) or "")
+    root = checkout()
+    env.setdefault("LOCUST_GIT_COMMIT", git_commit(root) or "")
+    env.setdefault("LOCUST_GIT_BRANCH", git_branch(root) or "")
     return env, results
 
 

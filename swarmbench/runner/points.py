@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.core import exits
+from swarmbench.core import cmdline, exits
 from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import MANIFEST, SWEEP_JSON, is_folder_name
 from swarmbench.core.launch import DEFAULT_LOCUSTFILE, DEFAULT_WORKERS_WAIT_S, Launch
@@ -52,7 +52,6 @@ from swarmbench.core.loadspec import (
 from swarmbench.core.manifest import RUN_END, RunManifest, git_branch, git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
-from swarmbench.runner.settings import ROOT, SWARMBENCH
 from swarmbench.runner.terminal import VERBOSE_ENV
 
 # --- loopback helpers for local processes ---------------------------------------------------------
@@ -158,9 +157,14 @@ def known_classes(env: Mapping[str, str]) -> set[str] | None:
     Read from the source (no import: swarmbench/ is stdlib-only) as `class Name(...User...)`.
     """
     files = (env.get("LOCUST_LOCUSTFILE") or DEFAULT_LOCUSTFILE).split(",")
+    root = S.find_checkout()
     found: set[str] = set()
     for f in files:
-        path = (ROOT / f.strip()) if not Path(f.strip()).is_absolute() else Path(f.strip())
+        path = Path(f.strip())
+        if not path.is_absolute():
+            if root is None:
+                return None
+            path = root / path
         if not path.is_file():
             return None
         found |= set(re.findall(r"^class (\w+)\([^)]*User[^)]*\)", path.read_text(), re.M))
@@ -337,7 +341,7 @@ def save_state(
         list(points),
         state=state,
         runner="local" if s.local else engine,
-        git_commit=git_commit(ROOT),
+        git_commit=git_commit(S.find_checkout()),
     ).write(sweep_dir)
 
 
@@ -409,9 +413,10 @@ class PointRunner:
 
 def _spawn(cmd: list[str], env: dict[str, str], log) -> subprocess.Popen:
     """A point's process, logging to the point's log, in its own session: Ctrl-C reaches the sweep
-    only, which then stops the point's processes in order (_signal_group)."""
+    only, which then stops the point's processes in order (_signal_group). It runs in the checkout:
+    the locustfiles and locust.conf are there (and `python -m swarmbench` from a fresh clone)."""
     return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        cmd, cwd=S.checkout(), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
 
 
@@ -423,7 +428,10 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 class ComposeRunner(PointRunner):
     """Each point is `python -m swarmbench headless` (the compose stack up, run, down)."""
 
-    headless_args: tuple[str, ...] = ()
+    staging: bool = False
+    """Each point tests LOCUST_HOST (`headless --staging`): no bundled target."""
+    swarm: bool = False
+    """Each point is a Docker Swarm stack (`headless --swarm`)."""
 
     def setup(self) -> None:
         from swarmbench.runner.compose import check_docker
@@ -433,8 +441,11 @@ class ComposeRunner(PointRunner):
     def start(self, p: Point, env: dict[str, str], log) -> None:
         env["SWARMBENCH_RESULTS"] = str(self.sweep_dir)
         env[VERBOSE_ENV] = "1"  # the point's log keeps the containers' lines (the reason of a failed point)
-        cmd = [*SWARMBENCH, "headless", *self.headless_args]
-        self.procs = [_spawn(cmd, env, log)]
+        self.procs = [_spawn(self.command(), env, log)]
+
+    def command(self) -> list[str]:
+        """`swarmbench headless [--staging] [--swarm]`: the point's settings are in its environment."""
+        return [*cmdline.PROGRAM, *cmdline.headless(staging=self.staging, swarm=self.swarm)]
 
     def wait(self, timeout: float) -> int | None:
         try:
@@ -450,7 +461,7 @@ class ComposeRunner(PointRunner):
 class SwarmRunner(ComposeRunner):
     """Each point is `python -m swarmbench headless --swarm`: WORKERS replicas over the swarm's nodes."""
 
-    headless_args = ("--swarm",)
+    swarm = True
 
     def setup(self) -> None:
         from swarmbench.runner.swarm import check_swarm, swarm_env
@@ -505,7 +516,10 @@ class LocalRunner(PointRunner):
         self._tmp = tempfile.mkdtemp(prefix="swarmbench-target-")
         self.binary = Path(self._tmp) / "albums"
         out = subprocess.run(
-            ["go", "build", "-o", str(self.binary), "."], cwd=ROOT / "target", capture_output=True, text=True
+            ["go", "build", "-o", str(self.binary), "."],
+            cwd=S.checkout() / "target",
+            capture_output=True,
+            text=True,
         )
         if out.returncode != 0:
             raise UsageError(f"go build of target/ failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -536,8 +550,9 @@ class LocalRunner(PointRunner):
             role="worker", locustfile=env.get("LOCUST_LOCUSTFILE"), master_host="127.0.0.1", master_port=mport
         )
         loc_env = {k: v for k, v in env.items() if k != "LOCUST_LOCUSTFILE"}
-        loc_env.setdefault("LOCUST_GIT_COMMIT", git_commit(ROOT) or "")
-        loc_env.setdefault("LOCUST_GIT_BRANCH", git_branch(ROOT) or "")
+        root = S.checkout()
+        loc_env.setdefault("LOCUST_GIT_COMMIT", git_commit(root) or "")
+        loc_env.setdefault("LOCUST_GIT_BRANCH", git_branch(root) or "")
         locust = [sys.executable, "-m", "locust"]
         self._master = _spawn([*locust, *master.argv()], loc_env, log)
         self.procs.append(self._master)

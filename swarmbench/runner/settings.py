@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from swarmbench.core import cmdline
 from swarmbench.core.checks import CheckSyntaxError, parse_checks
 from swarmbench.core.exits import UsageError
 from swarmbench.core.headers import HeaderSyntaxError, load_headers
@@ -26,16 +27,36 @@ from swarmbench.core.loadspec import parse_arrival_rate, parse_duration
 
 # --- the checkout and results/ --------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[2]
-"""The checkout: docker-compose.yml, locustfiles/, target/ (the runner runs from a clone)."""
+CHECKOUT_MARKERS = ("docker-compose.yml", "compose")
+"""What makes a folder a Swarmbench checkout: the compose file and the overrides beside it (what the
+runs start), looked for in the working directory and every folder above it. Never the installed
+package's own folder: after a plain `pip install .` that is site-packages."""
 
-RESULTS = ROOT / "results"
-"""Default host folder for run folders; SWARMBENCH_RESULTS (also read by compose) overrides it."""
+
+def find_checkout(start: Path | None = None) -> Path | None:
+    """The checkout holding START (default: the working directory), or None outside one."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CHECKOUT_MARKERS[0]).is_file() and (folder / CHECKOUT_MARKERS[1]).is_dir():
+            return folder
+    return None
 
 
-SWARMBENCH = (sys.executable, "-m", "swarmbench")
-"""`swarmbench` in a process of its own, with this interpreter: how the runner (standard library
-only) runs a comparison or a report, and how a sweep point runs `swarmbench headless`."""
+def checkout(command: str = "this command", start: Path | None = None) -> Path:
+    """find_checkout(START), or a UsageError (one line) saying that COMMAND needs one: its compose
+    files, locustfiles/ and target/ are the checkout's, not the installed package's."""
+    found = find_checkout(start)
+    if found is None:
+        here = (start or Path.cwd()).resolve()
+        raise UsageError(
+            f"{command} needs a Swarmbench checkout (a folder with {CHECKOUT_MARKERS[0]} and "
+            f"{CHECKOUT_MARKERS[1]}/): none in {here} or any folder above it"
+        )
+    return found
+
+
+RESULTS = "results"
+"""The checkout's folder for run folders; SWARMBENCH_RESULTS (also read by compose) overrides it."""
 
 
 def record_runs(folders: list[Path], store: str) -> bool:
@@ -44,8 +65,12 @@ def record_runs(folders: list[Path], store: str) -> bool:
     the store was opened before the runs, so this is rare, and says why)."""
     if not folders:
         return True
-    cmd = [*SWARMBENCH, "history", "add", *map(str, folders), "--history", store]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run(
+        [*cmdline.PROGRAM, *cmdline.history_add(folders, store)],
+        cwd=find_checkout(),
+        capture_output=True,
+        text=True,
+    )
     sys.stderr.write(res.stdout)
     if res.returncode != 0:
         why = (res.stderr.strip().splitlines() or ["failed"])[-1]
@@ -55,12 +80,17 @@ def record_runs(folders: list[Path], store: str) -> bool:
 
 
 def results_dir(env: Mapping[str, str]) -> Path:
-    return Path(env.get("SWARMBENCH_RESULTS") or RESULTS).resolve()
+    """SWARMBENCH_RESULTS, else the checkout's results/ (UsageError outside a checkout)."""
+    given = env.get("SWARMBENCH_RESULTS")
+    if given:
+        return Path(given).resolve()
+    return checkout("results/ (SWARMBENCH_RESULTS unset)") / RESULTS
 
 
 def display(path: Path) -> Path:
     """PATH relative to the checkout when it is inside it (shorter messages)."""
-    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    root = find_checkout()
+    return path.relative_to(root) if root is not None and path.is_relative_to(root) else path
 
 
 # --- the settings ---------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ from swarmbench.core import exits
 from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import write_json_atomic
 from swarmbench.core.manifest import Node, Nodes, RunManifest
-from swarmbench.runner.compose import COMPOSE_FILES, check_docker, compose_cmd, run_folders, stack_env
-from swarmbench.runner.settings import ROOT, Headless, display, timespan_seconds
-from swarmbench.runner.terminal import Console
+from swarmbench.runner.compose import COMPOSE_FILES, check_docker, compose_cmd, stack_env
+from swarmbench.runner.settings import Headless, checkout, display, timespan_seconds
+from swarmbench.runner.terminal import Console, run_folders
 
 STACK_FILE = "compose/swarm.yml"
 TARGET_FILE = "compose/swarm-target.yml"
@@ -320,7 +320,6 @@ def run_swarm(settings: Headless, verbose: bool = False) -> int:
     stack = env["SWARMBENCH_STACK"]
     check_swarm(stack)
     env, results = stack_env(settings, env)
-    before = run_folders(results)
     console = Console(results, verbose)
     with console:
         try:
@@ -333,7 +332,7 @@ def run_swarm(settings: Headless, verbose: bool = False) -> int:
         finally:
             os.unlink(env["SWARMBENCH_ENV_FILE"])
     nodes = placement(seen)
-    for manifest in sorted(run_folders(results) - before):
+    for manifest in sorted(run_folders(results) - console.before):
         try:
             record(manifest, nodes)
         except InputError as e:  # left as the master wrote it; say so, never stop here
@@ -346,8 +345,9 @@ def _deploy_and_follow(
     stack: str, env: dict[str, str], files: list[str], settings: Headless, console: Console
 ) -> tuple[int, list[Task]]:
     deploy = ["stack", "deploy", "--resolve-image", "never"]
+    root = checkout()  # the stack files are the checkout's
     for f in files:
-        deploy += ["-c", str(ROOT / f)]
+        deploy += ["-c", str(root / f)]
     seen: list[Task] = []
     logs = None
     try:

@@ -22,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from swarmbench.core.atomic import write_atomic
 from swarmbench.core.exits import UsageError
 from swarmbench.runner.swarm import build_images, docker
 
@@ -64,8 +65,7 @@ class State:
     def save(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         path = STATE_DIR / "state.json"
-        path.with_suffix(".tmp").write_text(json.dumps(asdict(self)))
-        path.with_suffix(".tmp").replace(path)
+        write_atomic(path, json.dumps(asdict(self)))
 
     @classmethod
     def load(cls) -> State | None:

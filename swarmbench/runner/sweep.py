@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.core import bottleneck, exits
+from swarmbench.core import bottleneck, cmdline, exits
 from swarmbench.core.exits import UsageError
 from swarmbench.core.folder import ABORTED_DIR, LIVE_JSON, LOGS_DIR, REPORT_DIR, utc_iso
 from swarmbench.core.live import read_live
@@ -52,7 +52,7 @@ from swarmbench.runner.points import (
     point_verdict,
     save_state,
 )
-from swarmbench.runner.settings import ROOT, SWARMBENCH, record_runs, results_dir
+from swarmbench.runner.settings import find_checkout, record_runs, results_dir
 from swarmbench.runner.terminal import fit
 
 # --- the progress line ----------------------------------------------------------------------------
@@ -323,11 +323,8 @@ def report_command(
     """`swarmbench report FOLDER -o OUT` (default: the sweep's report/ folder), with
     `--knee-p99-ms` for open-model runs (None: the analysis' default)."""
     out = out or folder / REPORT_DIR
-    cmd = [*SWARMBENCH, "report", str(folder), "-o", str(out)]
-    cmd += ["--title", title or f"Swarmbench sweep {folder.name}"]
-    if knee_p99_ms is not None:
-        cmd += ["--knee-p99-ms", str(knee_p99_ms)]  # exact: repr of the float
-    return cmd
+    title = title or f"Swarmbench sweep {folder.name}"
+    return [*cmdline.PROGRAM, *cmdline.report([folder], out, title=title, knee_p99_ms=knee_p99_ms)]
 
 
 def make_report(
@@ -336,7 +333,7 @@ def make_report(
     """Run report_command(...); 0 when the report was written."""
     cmd = report_command(folder, out, title, knee_p99_ms)
     print(f"swarmbench: swarmbench {' '.join(cmd[3:])}", file=sys.stderr, flush=True)
-    code = subprocess.run(cmd, cwd=ROOT).returncode
+    code = subprocess.run(cmd, cwd=find_checkout()).returncode
     if code != 0:
         print(f"swarmbench: the report failed (exit {code}); rerun: {' '.join(cmd)}", file=sys.stderr)
     return code

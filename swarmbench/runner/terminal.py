@@ -78,7 +78,7 @@ class Console:
         self.tty = self.out.isatty()
         self.results, self.verbose = results, verbose
         self.started = time.time()
-        self.before = set(results.rglob(MANIFEST)) if results.exists() else set()
+        self.before = run_folders(results)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.log_path = results / LOGS_DIR / f"headless-{stamp}-{os.getpid()}.log"
         self.live_path: Path | None = None  # the run's live status, once found
@@ -231,7 +231,7 @@ class Console:
     def run_dirs(self) -> list[Path]:
         """The run folders this run made: each new run.json's, else the folder whose live status
         was seen (a run that died before writing run.json)."""
-        made = sorted(p.parent for p in set(self.results.rglob(MANIFEST)) - self.before)
+        made = sorted(p.parent for p in run_folders(self.results) - self.before)
         if not made and self.live_path is not None and self.live_path.parent.is_dir():
             made = [self.live_path.parent]
         return made
@@ -280,6 +280,12 @@ class Console:
             print(f"swarmbench: the whole log: {display(log)}", file=self.out, flush=True)
         else:
             print(f"swarmbench: the run failed ({why}); its log: {display(log)}", file=self.out, flush=True)
+
+
+def run_folders(results: Path) -> set[Path]:
+    """The run.json of every run folder under RESULTS (none when it is not there yet): the ones a run
+    made are those not there before it."""
+    return set(results.rglob(MANIFEST)) if results.exists() else set()
 
 
 def fit(line: str, stream: IO[str] | None = None) -> str:
