@@ -94,7 +94,10 @@ def read_table(
     not CSV, empty, or has a row with more or fewer fields than its header (a cut-off file). With
     NOTES (the run page's and the terminal's policy: show what can be read), each such problem is one
     line appended to NOTES naming the file, never raised; a bad row is left out; a missing file is
-    noted only when REQUIRED."""
+    noted only when REQUIRED.
+
+    (Long on purpose: both error policies, strict and noted, side by side for each way a file can be
+    wrong, so that no reader of a run folder has a third.)"""
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8") as f:
