@@ -183,8 +183,12 @@ def test_the_gate_with_too_few_runs_says_how_many_and_passes(tmp_path: Path) -> 
     result = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert (result["verdict"], result["comparable_runs"], result["exit_code"]) == (None, GATE_MIN_RUNS - 2, 0)
     assert result["nearest"] is None and result["warning"] == [said.strip()]
-    required = swarmbench("compare", "--history", store, candidate, "--require-baseline", "-o", tmp_path / "o2")
-    assert required.returncode == 3 and "no verdict; record main's runs with --record; exit 3" in required.stderr
+    required = swarmbench(
+        "compare", "--history", store, candidate, "--require-baseline", "-o", tmp_path / "o2"
+    )
+    assert (
+        required.returncode == 3 and "no verdict; record main's runs with --record; exit 3" in required.stderr
+    )
 
 
 def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path: Path) -> None:

@@ -90,7 +90,9 @@ def test_import_reads_every_format_and_reports_a_broken_folder(history_store: st
             f"{tree / 'exact' / 'broken' / 'run.json'}: invalid JSON at line 1: "
             "Expecting property name enclosed in double quotes"]  # fmt: skip
         assert {r.precision for r in store.runs() if r.run_id in ("repeat-1", "repeat-2", "step")} == {EXACT}
-        given = import_tree(store, tree, branch="main", testbed="t", load={"users": 10, "user_classes": "B,A"})
+        given = import_tree(
+            store, tree, branch="main", testbed="t", load={"users": 10, "user_classes": "B,A"}
+        )
         assert (len(given.added), len(given.already)) == (2, len(readable))  # the two, load given
         legacy = store.runs(run_id="locust-2.8.6")[0]
         assert (legacy.precision, legacy.started_at) == (ROUNDED, "2026-11-21T19:47:17.000Z")
