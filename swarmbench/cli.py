@@ -294,6 +294,12 @@ def compare_parser(sub) -> argparse.ArgumentParser:
     )
     add_history(p, optional_value=True)
     p.add_argument("--branch", default="main", help="with --history: the branch whose runs are the baseline")
+    p.add_argument(
+        "--require-baseline",
+        action="store_true",
+        help="with --history: exit 3 when too few comparable runs give no verdict (none: a loud warning "
+        "either way; SWARMBENCH_REQUIRE_BASELINE=1, also for BASELINE=history)",
+    )
     return p
 
 
@@ -378,6 +384,13 @@ def _history(sub) -> None:
         a.add_argument(
             "--testbed",
             help="the machine's name (default: each run.json's, else this machine's CPU and count)",
+        )
+        a.add_argument(
+            "--load",
+            action="append",
+            metavar="KEY=VALUE",
+            help="the load of run folders without run.json (refused without it), one key each time: "
+            "users=50, user_classes=A,B, run_time=60, ... (docs/history.md)",
         )
         add_history(a)
     a = actions.add_parser(

@@ -63,14 +63,22 @@ def test_import_backfills_old_and_new_folders(tmp_path: Path) -> None:
     assert out == f"{len(examples)} added, 0 already stored, 0 unreadable\n" and len(examples) >= 4
     assert {r["precision"] for r in listed(store)} == {"exact"}  # recorded with HDR files
     fixtures = run_folders(FIXTURES)
-    out = ok("history", "import", FIXTURES, "--branch", "main", "--history", store)
-    assert out == f"{len(fixtures)} added, 0 already stored, 0 unreadable\n"
+    bare = sorted(f for f in fixtures if not (f / "run.json").exists())  # Locust's own folders
+    res = swarmbench("history", "import", FIXTURES, "--branch", "main", "--history", store)
+    assert res.returncode == 0 and len(bare) == 2, res.stderr
+    assert res.stdout == f"{len(fixtures) - 2} added, 0 already stored, 2 unreadable\n"
+    assert res.stderr.splitlines() == [
+        f"swarmbench: warning: skipped {f}: no run.json, so its load is unknown; give it: --load KEY=VALUE "
+        f"... (locustfile, user_classes, users, wait_time, arrival_rate, albums_mix, workers, run_time, "
+        "load_shape)" for f in bare]  # fmt: skip
+    out = ok("history", "import", FIXTURES, "--load", "users=10", "--load", "run_time=60", "--history", store)
+    assert out == f"2 added, {len(fixtures) - 2} already stored, 0 unreadable\n"
     runs = listed(store)
     assert len(runs) == len(examples) + len(fixtures)
     exact = {r["run_id"] for r in runs if r["precision"] == "exact"}
     assert {"repeat-1", "repeat-2", "step"} <= exact
     assert {r["branch"] for r in runs if r["run_id"] == "repeat-1"} == {"main"}
-    again = ok("history", "import", FIXTURES, "--history", store)
+    again = ok("history", "import", FIXTURES, "--load", "users=10", "--history", store)
     assert again == f"0 added, {len(fixtures)} already stored, 0 unreadable\n"
 
 
@@ -174,7 +182,17 @@ def test_the_gate_with_too_few_runs_says_how_many_and_passes(tmp_path: Path) -> 
     assert f"{GATE_MIN_RUNS - 2} comparable run(s) of main before {candidate}" in res.stderr
     assert f"(the gate needs {GATE_MIN_RUNS}): no verdict" in res.stderr
     said = (tmp_path / "out" / "compare.txt").read_text()  # a CI job's summary shows it
-    assert f"swarmbench compare: {said}" == res.stderr and os.listdir(tmp_path / "out") == ["compare.txt"]
+    assert f"swarmbench compare: {said}" == res.stderr
+    assert sorted(os.listdir(tmp_path / "out")) == ["compare.json", "compare.txt"]
+    result = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert (result["verdict"], result["comparable_runs"], result["exit_code"]) == (None, GATE_MIN_RUNS - 2, 0)
+    assert result["nearest"] is None and result["warning"] == [said.strip()]
+    required = swarmbench(
+        "compare", "--history", store, candidate, "--require-baseline", "-o", tmp_path / "o2"
+    )
+    assert (
+        required.returncode == 3 and "no verdict; record main's runs with --record; exit 3" in required.stderr
+    )
 
 
 def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path: Path) -> None:

@@ -78,17 +78,30 @@ def test_import_reads_every_format_and_reports_a_broken_folder(history_store: st
     (tree / "exact" / "broken" / "run.json").write_text("{not json")
     hidden = tree / "analysis" / "sweep" / ".aborted" / "partial"
     shutil.copytree(REPEAT_1, hidden)
+    no_manifest = [f for f in folders_under(tree) if not (f / "run.json").exists()]
     with open_store(history_store) as store:
         report = import_tree(store, tree, branch="main", testbed="t")
-        readable = [f for f in folders_under(tree) if f.name != "broken"]
-        assert len(report.added) == len(readable) >= 16 and not report.already
-        assert report.failed == [f"{tree / 'exact' / 'broken' / 'run.json'}: invalid JSON at line 1: "
-                                 "Expecting property name enclosed in double quotes"]  # fmt: skip
-        legacy = store.runs(run_id="locust-2.8.6")[0]
-        assert (legacy.precision, legacy.started_at, legacy.load) == (ROUNDED, "2026-11-21T19:47:17.000Z", {})
+        readable = [f for f in folders_under(tree) if f.name != "broken" and f not in no_manifest]
+        assert len(report.added) == len(readable) >= 14 and not report.already and len(no_manifest) == 2
+        assert report.failed == [  # a folder without run.json: its load unknown, so refused
+            *(f"{f}: no run.json, so its load is unknown; give it: --load KEY=VALUE ... ("
+              "locustfile, user_classes, users, wait_time, arrival_rate, albums_mix, workers, run_time, "
+              "load_shape)" for f in no_manifest),
+            f"{tree / 'exact' / 'broken' / 'run.json'}: invalid JSON at line 1: "
+            "Expecting property name enclosed in double quotes"]  # fmt: skip
         assert {r.precision for r in store.runs() if r.run_id in ("repeat-1", "repeat-2", "step")} == {EXACT}
-        again = import_tree(store, tree, branch="main", testbed="t")
-        assert (len(again.added), len(again.already), store.count()) == (0, len(readable), len(readable))
+        given = import_tree(
+            store, tree, branch="main", testbed="t", load={"users": 10, "user_classes": "B,A"}
+        )
+        assert (len(given.added), len(given.already)) == (2, len(readable))  # the two, load given
+        legacy = store.runs(run_id="locust-2.8.6")[0]
+        assert (legacy.precision, legacy.started_at) == (ROUNDED, "2026-11-21T19:47:17.000Z")
+        assert legacy.load == {"locustfile": None, "user_classes": ["A", "B"], "users": 10, "wait_time": None,
+                               "arrival_rate": None, "albums_mix": None, "workers": None, "run_time": None,
+                               "load_shape": None}  # fmt: skip
+        again = import_tree(store, tree, branch="main", testbed="t", load={"users": 10})
+        total = len(readable) + 2
+        assert (len(again.added), len(again.already), store.count()) == (0, total, total)
 
 
 def test_a_failed_add_writes_nothing(history_store: str) -> None:

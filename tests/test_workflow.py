@@ -127,3 +127,31 @@ def test_main_records_into_a_history_that_pull_requests_are_gated_against():
     assert "path: trend/" in step(text, "Upload the trend page")
     # Pull requests and pushes load the bundled target, never the staging host of the schedule.
     assert "(github.event_name == 'schedule' && vars.LOADTEST_HOST) || ''" in text
+
+
+@pytest.mark.parametrize("short", [1, 0])
+def test_pull_requests_require_a_baseline_once_main_has_runs(tmp_path, short):
+    """The step's own script, on a real store: SWARMBENCH_REQUIRE_BASELINE=1 goes to GITHUB_ENV once
+    main has the runs the gate needs (then a pull request the gate cannot judge fails), not before
+    (a feature branch's runs do not count)."""
+    import dataclasses
+    import sys
+
+    from history_runs import history, stored
+
+    from swarmbench.compare.trend import GATE_MIN_RUNS
+
+    part = step(WORKFLOW.read_text(), "Require a baseline once main has runs")
+    assert "if: env.BASELINE == 'history'" in part
+    assert "SWARMBENCH_HISTORY: ${{ secrets.LOADTEST_HISTORY }}" in part
+    script = re.search(r"python - <<'EOF'\n(.*?)\n\s*EOF\n", part, re.S)[1]
+    script = "\n".join(line.removeprefix(" " * 10) for line in script.splitlines())
+    main = history(GATE_MIN_RUNS - short, 0.01)
+    feature = [dataclasses.replace(r, branch="feature", run_key=f"f-{r.run_key}") for r in history(3, 0.01)]
+    store = stored(tmp_path / "h.sqlite", main + feature)
+    github_env = tmp_path / "github_env"
+    github_env.write_text("")
+    env = {**os.environ, "SWARMBENCH_HISTORY": store, "GITHUB_ENV": str(github_env)}
+    res = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert github_env.read_text() == ("" if short else "SWARMBENCH_REQUIRE_BASELINE=1\n")

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from swarmbench.core import exits
 from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, INCONCLUSIVE, REGRESSED
 from swarmbench.core.exits import InputError, UsageError
+from swarmbench.core.folder import create_run_dir
+from swarmbench.history import comparable
 
 PROG = "swarmbench compare"
 """The prefix of the comparison's warnings (its errors are the command line's: swarmbench/cli.py)."""
@@ -72,14 +75,26 @@ def check_noise_file(path: Path | None) -> None:
 
 def out_dir(chosen: Path | None, inputs: list[Path]) -> Path:
     """The output folder, checked before anything is computed: never inside a run folder, never
-    one that already holds a comparison."""
+    one that already holds a comparison. Not created yet (bad input writes nothing): made() does,
+    and gives the default name a -2, -3, ... suffix where another comparison took it."""
     out = chosen or Path("results") / f"compare-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     for parent in [out.resolve(), *out.resolve().parents]:
         if is_run(parent):
             raise InputError(out, f"inside the run folder {parent}; choose another -o")
-    if (out / "compare.json").exists():
+    if chosen is not None and (out / "compare.json").exists():
         raise InputError(out, "already holds a comparison (nothing is written over)")
     return out
+
+
+def made(out: Path, chosen: bool) -> Path:
+    """OUT created, where the outputs go: a CHOSEN -o as it is (out_dir checked it holds no
+    comparison); the default (results/compare-<UTC second>) created exclusively, as run folders
+    are (core/folder.create_run_dir): two comparisons started in one second get compare-...Z and
+    compare-...Z-2, never one folder."""
+    if chosen:
+        out.mkdir(parents=True, exist_ok=True)
+        return out
+    return create_run_dir(out.parent, out.name, explicit=False)
 
 
 def calibrate(folder: Path, seed: int) -> int:
@@ -154,16 +169,32 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
         seen,
         pooled(a, b),
     )
-    write(out, outcome, g, a, b, args.fail_on_inconclusive)
+    write(made(out, args.out is not None), outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)
+
+
+REQUIRE_BASELINE_ENV = "SWARMBENCH_REQUIRE_BASELINE"
+"""`--require-baseline` for a gate the runner starts (BASELINE=history: `compare --history` runs in a
+process of its own and inherits it); 1 to require, unset or 0 not."""
+
+
+def require_baseline(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> bool:
+    """--require-baseline, else REQUIRE_BASELINE_ENV; UsageError on a value that is neither."""
+    if getattr(args, "require_baseline", False):
+        return True
+    value = env.get(REQUIRE_BASELINE_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise UsageError(f"{REQUIRE_BASELINE_ENV}={value!r}: expected 1 or 0")
 
 
 def gate(args: argparse.Namespace, opts: dict) -> int:
     """`swarmbench compare --history [STORE] RUN`: RUN (a run folder, or a folder of repeats)
     against the history's comparable runs (compare/trend.py gate_outcome); the same table, verdicts,
     files and exit codes as a comparison, the gate's method in its header. Too few comparable runs:
-    says how many there are (also in OUT/compare.txt) and gives no verdict (exit 0, as a run
-    without a baseline)."""
+    no_verdict."""
     from swarmbench.compare import trend
     from swarmbench.history.commands import opened, store_spec
     from swarmbench.history.record import FolderError, read_run
@@ -171,11 +202,13 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
     run_path = args.baseline or args.candidate
     if run_path is None or (args.baseline and args.candidate):
         raise UsageError("--history takes one RUN (a run folder or a folder of repeats), the candidate")
+    required = require_baseline(args)
     out = out_dir(args.out, [run_path])
     try:
         runs = [read_run(folder) for folder in sides.run_folders(run_path)]
     except FolderError as e:
         raise UsageError(str(e)) from None
+    near = None
     with opened(store_spec(args.history)) as store:
         try:
             outcome, found = trend.gate_outcome(
@@ -184,18 +217,69 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
             )  # fmt: skip
         except ValueError as e:
             raise UsageError(f"{run_path}: {e}") from None
+        if outcome is None and found == 0:
+            first = runs[0]
+            near = comparable.nearest(
+                store.configurations(), first.load, first.host, first.testbed, args.branch
+            )
         where = store.where
-    if outcome is None:  # said, and kept in OUT/compare.txt: what a CI job's summary shows
-        said = (
+    if outcome is None:
+        return no_verdict(args, made(out, args.out is not None), runs, where, found, near, required)
+    write(made(out, args.out is not None), outcome, None, None, None, args.fail_on_inconclusive)
+    return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def no_verdict(
+    args: argparse.Namespace,
+    out: Path,
+    runs: list,
+    where: str,
+    found: int,
+    near: comparable.Nearest | None,
+    required: bool,
+) -> int:
+    """The gate without a verdict: fewer comparable runs than it needs. Said on stderr and kept in
+    OUT/compare.txt (what a CI job's summary shows) and OUT/compare.json. No comparable run at all
+    is a loud warning naming the nearest configuration and what differs (comparability is off:
+    a changed load, host or testbed, or another branch). Exit 0, or 3 with --require-baseline (a
+    gate that must judge: a pull request once main has runs)."""
+    from swarmbench.compare import trend
+
+    run_path = args.baseline or args.candidate
+    first = runs[0]
+    code = exits.THRESHOLDS_BROKEN if required else exits.OK
+    then = "exit 3 (--require-baseline)" if required else "exit 0; --require-baseline makes it exit 3"
+    if found:
+        lines = [
             f"history {where}: {found} comparable run(s) of {args.branch} before {run_path} "
             f"(the gate needs {trend.GATE_MIN_RUNS}): no verdict; record main's runs with --record"
-        )
-        print(f"{PROG}: {said}", file=sys.stderr)
-        out.mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "compare.txt", said + "\n")
-        return exits.OK
-    write(out, outcome, None, None, None, args.fail_on_inconclusive)  # no sides' grid: no compare.html
-    return exit_code(outcome, args.fail_on_inconclusive)
+            + (f"; {then}" if required else "")
+        ]
+    else:
+        lines = [
+            f"warning: NO COMPARABLE RUN: history {where} holds no complete run of {args.branch} before "
+            f"{run_path} with its load (fingerprint {first.fingerprint}), host {first.host or '-'} and "
+            f"testbed {first.testbed}: the gate cannot judge it, no verdict, {then}",
+            f"warning: {near.text()}" if near else f"warning: history {where} holds no runs at all",
+        ]
+    for line in lines:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    write_atomic(out / "compare.txt", "\n".join(lines) + "\n")
+    said = {
+        "verdict": None,
+        "history": where,
+        "branch": args.branch,
+        "candidate": [r.run_id for r in runs],
+        "identity": {"fingerprint": first.fingerprint, "host": first.host, "testbed": first.testbed},
+        "comparable_runs": found,
+        "gate_needs": trend.GATE_MIN_RUNS,
+        "require_baseline": required,
+        "exit_code": code,
+        "warning": lines,
+        "nearest": near.to_json() if near else None,
+    }
+    write_atomic(out / "compare.json", json.dumps(said, indent=2) + "\n")
+    return code
 
 
 def trend_command(args: argparse.Namespace) -> int:
@@ -403,6 +487,7 @@ def floor_command(args: argparse.Namespace) -> int:
     try:
         out = out_dir(args.out, [args.a, args.b])
         level, table, c = floors(args.a, args.b, confidence, args.seed)
+        out = made(out, True)  # floor's -o is required
     except InputError as e:
         raise UsageError(str(e)) from None
     side_a, side_b, sa, sb = c["sides"]

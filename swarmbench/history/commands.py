@@ -16,8 +16,10 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from swarmbench.core.exits import UsageError
+from swarmbench.history import record
 from swarmbench.history.store import (
     DEFAULT_PATH,
     HistoryError,
@@ -73,9 +75,33 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
 
 
+def given_load(items: list[str] | None) -> dict[str, Any] | None:
+    """--load KEY=VALUE ... as the load of folders without run.json (record.given_load): VALUE is
+    read as JSON where it is JSON (50, 1.5, ["A", "B"]), else kept as text; None when not given.
+    UsageError naming a malformed item or an unknown key."""
+    if not items:
+        return None
+    given: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--load {item!r}: expected KEY=VALUE")
+        if key in given:
+            raise UsageError(f"--load: {key} given twice")
+        try:
+            given[key] = json.loads(text)
+        except json.JSONDecodeError:
+            given[key] = text
+    try:
+        return record.given_load(given)
+    except ValueError as e:
+        raise UsageError(f"--load: {e}") from None
+
+
 def add(store: Store, args: argparse.Namespace) -> int:
     """Add run folders (all or none: one transaction); each is said added or already stored."""
-    added = store.add_many(args.runs, branch=args.branch, testbed=args.testbed)
+    added = store.add_many(args.runs, branch=args.branch, testbed=args.testbed, load=given_load(args.load))
     for folder, new in zip(args.runs, added, strict=True):
         print(f"{'added' if new else 'already stored'}: {folder} -> {store.where}")
     return 0
@@ -99,7 +125,8 @@ def list_runs(store: Store, args: argparse.Namespace) -> int:
 
 def import_folders(store: Store, args: argparse.Namespace) -> int:
     """Backfill every run folder under DIR (old formats too: `rounded` where they lack HDR files)."""
-    report = import_tree(store, args.folder, branch=args.branch, testbed=args.testbed)
+    load = given_load(args.load)
+    report = import_tree(store, args.folder, branch=args.branch, testbed=args.testbed, load=load)
     for line in report.failed:
         print(f"swarmbench: warning: skipped {line}", file=sys.stderr)
     print(report.summary())

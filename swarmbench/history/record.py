@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from swarmbench.core import folder as col
 from swarmbench.core.checks import EXACT, ROUNDED  # a run's precision: HDR histograms, or Locust's
@@ -47,6 +50,18 @@ generators, run length (warm-up weighs more in a short run) and step shape."""
 FolderError = RunFolderError
 """A run folder that cannot be read: str() is `PATH: problem` (`PATH: line N: problem`), one line
 (core/runfolder.py's one error for a run folder)."""
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+"""Host names that mean this machine (besides the loopback addresses 127.0.0.0/8 and ::1)."""
+
+ANY_PORT = "*"
+"""The port a comparable host is stored with when the port is not part of its identity (below)."""
+
+EPHEMERAL_PORTS = 32768
+"""The lowest port the system hands out when a process asks for any free one (Linux's default
+range 32768-60999; macOS and Windows start at 49152): where LOCAL=1's target port lies. Only for
+hosts stored before the rule (legacy_host), which did not record which target they measured."""
 
 
 @dataclass(frozen=True)
@@ -99,39 +114,141 @@ def fingerprint(load: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def read_run(folder: Path, *, branch: str | None = None, testbed: str | None = None) -> RunData:
-    """FOLDER's run. Its key is `run_id@started_at` (run.json's; a folder without one: the folder's
-    name and the first second of locust_stats_history.csv): what names a run in the harness, and
-    unchanged when the folder is copied, renamed on import or gains files later (a content hash
-    would count a re-analysed folder as a new run). BRANCH: the git branch (else run.json's
-    `git_branch`, else ""); TESTBED: a name for the machine (else this machine's CPU model and
-    count: add runs where they were made, or name the testbed)."""
+def read_run(
+    folder: Path,
+    *,
+    branch: str | None = None,
+    testbed: str | None = None,
+    load: dict[str, Any] | None = None,
+) -> RunData:
+    """FOLDER's run. Its key is `run_id@started_at` (run.json's): what names a run in the harness,
+    unchanged when the folder is copied, renamed on import or gains files later (a hash of the whole
+    folder would count a re-analysed folder as a new run). A folder whose run.json lacks either (or
+    has no run.json: an older harness, plain Locust) is keyed by its content, the sha256 of
+    locust_stats.csv (what Locust wrote once, at the run's end), never by its folder name: a copy
+    is the same run. A folder without run.json has no recorded load: LOAD gives it (LOAD_KEYS;
+    those not given are None), else it is refused (every such folder would be one configuration).
+    BRANCH: the git branch (else run.json's `git_branch`, else ""); TESTBED: a name for the machine
+    (else this machine's CPU model and count: add runs where they were made, or name the
+    testbed). The host is its identity (host_identity)."""
     folder = Path(folder)
     run = RunFolder.open(folder)  # core's one reader: RunFolderError naming the file and line
     manifest = run.manifest_json or {}
+    if not manifest and load is None:
+        raise FolderError(
+            folder,
+            f"no {col.MANIFEST}, so its load is unknown; give it: --load KEY=VALUE ... "
+            f"({', '.join(LOAD_KEYS)})",
+        )
     run_id = _text(manifest.get("run_id")) or folder.resolve().name
     started = _started_at(folder, manifest)
+    if _text(manifest.get("run_id")) and _text(manifest.get("started_at")):
+        run_key = f"{run_id}@{started}"
+    else:
+        run_key = content_key(folder / col.STATS_CSV)
     exact_rows = _exact_rows(run, manifest)
     stats = tuple(_name_stats(row, exact_rows) for row in run.stats.values())
+    if not stats:
+        raise FolderError(folder / col.STATS_CSV, "no rows")
     return RunData(
-        run_key=f"{run_id}@{started}",
+        run_key=run_key,
         run_id=run_id,
         started_at=started,
         git_commit=_text(manifest.get("git_commit")),
         branch=branch if branch is not None else _text(manifest.get("git_branch")),
-        host=_text(manifest.get("host")),
+        host=host_identity(_text(manifest.get("host")), bundled=_bundled(manifest)),
         testbed=testbed or _text(manifest.get("testbed")) or this_testbed(),
         locust_version=_text(manifest.get("locust_version")),
         status=_text(manifest.get("status")),
         duration_s=_number(manifest.get("duration_s")),
         precision=EXACT if exact_rows else ROUNDED,
-        load=load_of(manifest),
+        load=load_of(manifest) if manifest else _given(folder, load or {}),
         stats=stats,
     )
 
 
+def _given(folder: Path, load: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return given_load(load)
+    except ValueError as e:
+        raise FolderError(folder, f"--load: {e}") from None
+
+
+def content_key(stats_path: Path) -> str:
+    """The key of a run that run.json does not name: `sha256:` and 32 hex digits of its
+    locust_stats.csv (every count and percentile of every name: two runs never write the same)."""
+    try:
+        digest = hashlib.sha256(stats_path.read_bytes()).hexdigest()
+    except OSError as e:
+        raise FolderError(stats_path, f"cannot read ({type(e).__name__})") from None
+    return f"sha256:{digest[:32]}"
+
+
+def given_load(given: dict[str, Any]) -> dict[str, Any]:
+    """The load of a folder without run.json from what the user gave (--load KEY=VALUE): every
+    LOAD_KEYS key, None where not given, user classes sorted as load_of sorts them; ValueError
+    naming a key that is not a load key."""
+    unknown = sorted(set(given) - set(LOAD_KEYS))
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a load key (known: {', '.join(LOAD_KEYS)})")
+    load = {key: given.get(key) for key in LOAD_KEYS}
+    classes = load["user_classes"]
+    if isinstance(classes, str):
+        classes = [c for c in re.split(r"[\s,]+", classes) if c]
+    load["user_classes"] = sorted(str(c) for c in classes or [])
+    return load
+
+
+def host_identity(host: str, *, bundled: bool) -> str:
+    """HOST as runs are compared on it: the URL as run.json has it, except that the bundled
+    target (BUNDLED: run.json's `target` has its counters) on a loopback address is
+    `scheme://address:*`: LOCAL=1 starts it on a free port chosen per process, so its port says
+    nothing about the system measured, and keeping it would make no two invocations comparable. Any
+    other host keeps its port: a staging deploy's port is part of which service it is."""
+    if not bundled:
+        return host
+    parts = _loopback(host)
+    return f"{parts.scheme}://{parts.netloc.rsplit(':', 1)[0]}:{ANY_PORT}" if parts else host
+
+
+def legacy_host(host: str) -> str:
+    """A host stored before host_identity existed (the run's target not recorded) as host_identity
+    would give it: a loopback URL whose port is one the system hands out (EPHEMERAL_PORTS and up:
+    a LOCAL=1 run of the bundled target) loses its port; a loopback port chosen by someone (8080)
+    is a service of theirs and stays."""
+    parts = _loopback(host)
+    if parts is None or parts.port < EPHEMERAL_PORTS:
+        return host
+    return host_identity(host, bundled=True)
+
+
+def _loopback(host: str) -> Any:
+    """HOST's urlsplit when it is a URL of this machine with a port, else None."""
+    try:
+        parts = urlsplit(host)
+        port, name = parts.port, parts.hostname
+    except ValueError:
+        return None
+    if port is None or not name or parts.path not in ("", "/"):
+        return None
+    if name.lower() in LOOPBACK_NAMES:
+        return parts
+    try:
+        return parts if ip_address(name).is_loopback else None
+    except ValueError:
+        return None
+
+
+def _bundled(manifest: dict[str, Any]) -> bool:
+    """Did the run measure the bundled target? run.json's `target` holds its counters only then
+    (core/target.py: any other host has no such /metrics)."""
+    target = manifest.get("target")
+    return isinstance(target, dict) and bool(target.get("store"))
+
+
 def load_of(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The load description (LOAD_KEYS) of a run.json object; {} for a folder without one."""
+    """The load description (LOAD_KEYS) of a run.json object; {} for a folder without one (whose
+    load, when known, the user gives: given_load)."""
     if not manifest:
         return {}
     open_model = manifest.get("open_model") if isinstance(manifest.get("open_model"), dict) else {}

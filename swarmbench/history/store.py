@@ -65,7 +65,7 @@ from urllib.parse import quote
 
 from swarmbench.core import folder as col
 from swarmbench.core.atomic import atomic_file, write_atomic
-from swarmbench.history.record import METRICS, FolderError, RunData, read_run
+from swarmbench.history.record import METRICS, FolderError, RunData, legacy_host, read_run
 
 # --- the tables -----------------------------------------------------------------------------------
 
@@ -378,6 +378,9 @@ def _one_line(e: BaseException) -> str:
 
 # --- the store: open, add, read -------------------------------------------------------------------
 
+Load = dict[str, Any] | None
+"""The load given for run folders without run.json (record.given_load); None: not given."""
+
 DEFAULT_PATH = Path("results/history.sqlite")
 """The embedded store, beside the run folders it remembers."""
 
@@ -462,6 +465,13 @@ def is_url(spec: str) -> bool:
     return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", spec) is not None
 
 
+HOST_RULE = ("host_identity", "1")
+"""history_meta's row saying the stored hosts are record.host_identity's (the bundled target on a
+loopback address without its port). A store without it was written before that rule: on open its
+hosts are rewritten once, in one transaction, as record.legacy_host reads them (it cannot know
+which target an old row measured: a loopback port the system chose is taken for LOCAL=1's)."""
+
+
 class Store:
     """A history store (open_store makes one). Use as a context manager, or close()."""
 
@@ -469,6 +479,31 @@ class Store:
         self._db = db
         self.where = db.where
         """The file or the URL (its password hidden), as every error names it."""
+        try:
+            self._upgrade_hosts()
+        except BaseException:
+            db.conn.close()
+            raise
+
+    def _upgrade_hosts(self) -> None:
+        """HOST_RULE: a store from before it gets its hosts rewritten and the row, once."""
+        marked = "SELECT 1 FROM history_meta WHERE key = ?"  # any value: a later rule is its own
+        if self._db.rows(marked, HOST_RULE[:1]):
+            return
+        with self._db.write() as cur:
+            if self._db.engine == "postgresql":  # two first openers: one rewrites, the other waits
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_ID,))
+            cur.execute(self._db.sql(marked), HOST_RULE[:1])
+            if cur.fetchone():
+                return
+            cur.execute("SELECT DISTINCT host FROM history_runs")
+            for (host,) in cur.fetchall():
+                if legacy_host(host) != host:
+                    cur.execute(
+                        self._db.sql("UPDATE history_runs SET host = ? WHERE host = ?"),
+                        (legacy_host(host), host),
+                    )
+            cur.execute(self._db.sql("INSERT INTO history_meta (key, value) VALUES (?, ?)"), HOST_RULE)
 
     def close(self) -> None:
         self._db.conn.close()
@@ -481,16 +516,23 @@ class Store:
 
     # --- adding ---
 
-    def add(self, folder: Path, *, branch: str | None = None, testbed: str | None = None) -> bool:
+    def add(
+        self, folder: Path, *, branch: str | None = None, testbed: str | None = None, load: Load = None
+    ) -> bool:
         """Add the run in FOLDER; False when the store already holds it (record.read_run says
-        what BRANCH and TESTBED default to)."""
-        return self.add_runs([_read(folder, branch, testbed)])[0]
+        what BRANCH and TESTBED default to, and when LOAD is needed)."""
+        return self.add_runs([_read(folder, branch, testbed, load)])[0]
 
     def add_many(
-        self, folders: Iterable[Path], *, branch: str | None = None, testbed: str | None = None
+        self,
+        folders: Iterable[Path],
+        *,
+        branch: str | None = None,
+        testbed: str | None = None,
+        load: Load = None,
     ) -> list[bool]:
         """Add every folder's run in one transaction (all or none; each read before any write)."""
-        return self.add_runs([_read(f, branch, testbed) for f in folders])
+        return self.add_runs([_read(f, branch, testbed, load) for f in folders])
 
     def add_runs(self, runs: Sequence[RunData]) -> list[bool]:
         """Add RUNS (already read) in one transaction; per run, True if added, False if there."""
@@ -654,9 +696,9 @@ class Store:
         return [d.run.run_key for d in found if d.decision == "accepted"]
 
 
-def _read(folder: Path, branch: str | None, testbed: str | None) -> RunData:
+def _read(folder: Path, branch: str | None, testbed: str | None, load: Load) -> RunData:
     try:
-        return read_run(Path(folder), branch=branch, testbed=testbed)
+        return read_run(Path(folder), branch=branch, testbed=testbed, load=load)
     except FolderError as e:
         raise HistoryError(str(e)) from None
 
@@ -723,14 +765,20 @@ def run_folders(directory: Path) -> list[Path]:
 
 
 def import_tree(
-    store: Store, directory: Path, *, branch: str | None = None, testbed: str | None = None
+    store: Store,
+    directory: Path,
+    *,
+    branch: str | None = None,
+    testbed: str | None = None,
+    load: Load = None,
 ) -> ImportReport:
-    """Add every run folder under DIRECTORY to STORE (see the module docstring)."""
+    """Add every run folder under DIRECTORY to STORE (see the module docstring); LOAD: the load of
+    those without run.json (without it they are reported and skipped: record.read_run)."""
     report = ImportReport()
     pending: list[tuple[Path, RunData]] = []
     for folder in run_folders(directory):
         try:
-            pending.append((folder, read_run(folder, branch=branch, testbed=testbed)))
+            pending.append((folder, read_run(folder, branch=branch, testbed=testbed, load=load)))
         except FolderError as e:
             report.failed.append(str(e))
     for start in range(0, len(pending), CHUNK):

@@ -44,13 +44,13 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmbench.core import cmdline, exits
 from swarmbench.core.exits import InputError, UsageError
-from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, is_folder_name
+from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, create_run_dir, is_folder_name
 from swarmbench.core.loadspec import STORES, STRONG
 from swarmbench.core.manifest import git_commit
 from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
@@ -233,6 +233,11 @@ def side_hosts(env: Mapping[str, str], local: bool) -> dict[str, str | None]:
     return {"A": a, "B": b or a}
 
 
+def default_ab_id() -> str:
+    """`ab-<UTC second>`: the A/B run's folder when AB_ID is not given (run_ab adds -2, -3, ...)."""
+    return f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+
+
 def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
     """Every setting of an A/B run, validated (UsageError, one line) before anything starts."""
     local = S.flag(env, "LOCAL")
@@ -241,11 +246,11 @@ def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
     hosts = side_hosts(env, local)
     if hosts["A"] and (a or b):
         raise UsageError("A/B (environment) and A_HOST/B_HOST (hosts): choose one")
-    ab_id = env.get("AB_ID") or f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    ab_id = env.get("AB_ID") or default_ab_id()
     if not is_folder_name(ab_id):
         raise UsageError(f"AB_ID={ab_id!r} is not a folder name (letters, digits, . _ + -)")
     root = results_dir(env) / ab_id
-    if root.exists() and not (root / AB_JSON).is_file():
+    if env.get("AB_ID") and root.exists() and not (root / AB_JSON).is_file():
         raise UsageError(
             f"{display(root)} exists and holds no {AB_JSON} to resume; choose another AB_ID "
             "(nothing is overwritten)"
@@ -375,6 +380,10 @@ def run_ab(environ: Mapping[str, str], check: CompareArgsCheck, record: str | No
     finished run is added to."""
     s = ab_settings(environ, check)
     env = dict(environ)
+    if not environ.get("AB_ID"):
+        # The default name, taken exclusively as run folders are: a second `make ab` started in the
+        # same second gets ab-...Z-2, never the first one's folder (which it would resume or refuse).
+        s = replace(s, ab_id=create_run_dir(results_dir(env), s.ab_id, explicit=False).name)
     root = results_dir(env) / s.ab_id
     points = load_points(root, s, env)
     if any(p.status != "done" for p in points):
