@@ -4,10 +4,11 @@ request name and metric, E-divisive means with Otava's significance test). numpy
 library; the series come from the history store (swarmbench/history).
 
 - The gate (gate_outcome, `swarmbench compare --history`): the last n comparable runs of main (same
-  load fingerprint, host and testbed) since their last change point are the A/A sample of
-  run-to-run noise. One new run's difference from their mean has the interval ±t(n-1)·s·√(1+1/n)
-  (a prediction interval: prediction_interval); repeats are judged by Welch's t on the two means.
-  The verdict is compare's (core/checks.py: the interval against the ±min-effect band).
+  load fingerprint, host and testbed), from the newest accepted change on (`history accept`; no
+  detected change point resets it), are the A/A sample of run-to-run noise. Each row's interval
+  is a prediction interval on the log scale, outliers left out, at the row's share of the whole
+  gate's false-alarm rate; failures are judged as counts (compare/history_stats.py: the
+  statistics). The verdict is compare's (core/checks.py: the interval against the ±min-effect band).
 - The trend (trend, trend_json, trend_page; `swarmbench trend`): per name and metric, the change
   points (change_points), each with the first run after it (its commit: where to look), the means
   before and after and the change in %.
@@ -574,43 +575,22 @@ def gate_outcome(
     run fails it (any row `regressed`) with probability at most 1 - CONFIDENCE. ACCEPTED: the
     run_keys of runs that start an accepted new level (`swarmbench history accept`): the baseline
     starts at the newest of them (baseline()); no other change resets it."""
-    first = runs[0]
-    for r in runs[1:]:
-        if (r.fingerprint, r.host, r.testbed) != (first.fingerprint, first.host, first.testbed):
-            raise ValueError(f"{r.run_id}: not the same load, host and testbed as {first.run_id}")
-    stored = ("requests", "failures", *sorted(set(STORE_METRICS.values())))
-    series = store.series(
-        first.fingerprint, first.host, first.testbed, branch, metrics=stored, last=GATE_LOOKBACK + len(runs)
-    )
-    own = {r.run_key for r in runs}
-    start = min(r.started_at for r in runs)
-    keep = [i for i, r in enumerate(series.runs) if r.run_key not in own and r.started_at < start]
+    series, keep = _comparable(store, runs, branch)
     if len(keep) < GATE_MIN_RUNS:
         return None, len(keep)
     window = keep[-n:]
-    marks = set(accepted)
-    starts = [k for k, i in enumerate(window) if series.runs[i].run_key in marks]
+    starts = [k for k, i in enumerate(window) if series.runs[i].run_key in set(accepted)]
     since = starts[-1] if starts else None
-    by_name = {(s.type, s.name): [] for s in first.stats}
-    for r in runs:
-        for s in r.stats:
-            by_name.setdefault((s.type, s.name), []).append(s)
-    history_names = {name for _, name in series.values}
-    candidate_names = {name for _, name in by_name}
-    common = sorted((history_names & candidate_names) - {AGGREGATED}) + [AGGREGATED]
-    if wanted:
-        common = [c for c in common if c in wanted]
-    alphas = history_stats.row_alphas(common, metrics, 1 - confidence)
-    found, noise, power, left_out = _differences(
-        series, window, since, by_name, common, metrics, alphas, min_effect
-    )
-    levels = sorted(set(alphas.values()))
+    by_name, names = _candidate_names(series, runs, wanted)
+    alphas = history_stats.row_alphas(names.common, metrics, 1 - confidence)
+    found, noise, power, left_out = _differences(series, window, since, by_name, names.common, metrics,
+                                                 alphas, min_effect)  # fmt: skip
     accepted_at = f", from {series.runs[window[since]].run_id} (accepted)" if since is not None else ""
     outcome = Outcome(
         baseline=[series.runs[i].run_id for i in window],
         candidate=[r.run_id for r in runs],
         rows=report_rows(found, min_effect),
-        names=Names(common, sorted(history_names - candidate_names), sorted(candidate_names - history_names)),
+        names=names,
         settings=[],
         options={
             "metrics": list(metrics),
@@ -627,13 +607,47 @@ def gate_outcome(
         rounded=any(r.precision != EXACT for r in runs),
         method=GATE_METHOD,
         detectable=power,
-        ci_note=(
-            f"{confidence:.0%} for the whole gate (each row's CI at "
-            + " or ".join(f"{1 - 2 * a:.2%}" for a in reversed(levels))
-            + ")"
-        ),
+        ci_note=f"{confidence:.0%} for the whole gate (each row's CI at "
+        + " or ".join(f"{1 - 2 * a:.2%}" for a in sorted(set(alphas.values()), reverse=True))
+        + ")",
     )
     return outcome, len(keep)
+
+
+def _comparable(store: Store, runs: Sequence[RunData], branch: str) -> tuple[Series, list[int]]:
+    """The series of RUNS' configuration on BRANCH (its last GATE_LOOKBACK runs and RUNS' own), and
+    the positions of the runs before RUNS in it; ValueError when RUNS are not of one configuration."""
+    first = runs[0]
+    for r in runs[1:]:
+        if (r.fingerprint, r.host, r.testbed) != (first.fingerprint, first.host, first.testbed):
+            raise ValueError(f"{r.run_id}: not the same load, host and testbed as {first.run_id}")
+    stored = ("requests", "failures", *sorted(set(STORE_METRICS.values())))
+    series = store.series(
+        first.fingerprint, first.host, first.testbed, branch, metrics=stored, last=GATE_LOOKBACK + len(runs)
+    )
+    own = {r.run_key for r in runs}
+    start = min(r.started_at for r in runs)
+    keep = [i for i, r in enumerate(series.runs) if r.run_key not in own and r.started_at < start]
+    return series, keep
+
+
+def _candidate_names(
+    series: Series, runs: Sequence[RunData], wanted: Sequence[str] | None
+) -> tuple[dict[tuple[str, str], list[NameStats]], Names]:
+    """The new runs' figures per (type, name), and the names judged (in both, Aggregated last, only
+    WANTED if given) with those only in the history or only in the new runs."""
+    by_name: dict[tuple[str, str], list[NameStats]] = {(s.type, s.name): [] for s in runs[0].stats}
+    for r in runs:
+        for s in r.stats:
+            by_name.setdefault((s.type, s.name), []).append(s)
+    history_names = {name for _, name in series.values}
+    candidate_names = {name for _, name in by_name}
+    common = sorted((history_names & candidate_names) - {AGGREGATED}) + [AGGREGATED]
+    if wanted:
+        common = [c for c in common if c in wanted]
+    return by_name, Names(
+        common, sorted(history_names - candidate_names), sorted(candidate_names - history_names)
+    )
 
 
 def _differences(
