@@ -122,7 +122,7 @@ def test_one_new_run_is_judged_by_the_prediction_interval() -> None:
     the past runs' mean with the prediction interval's half-width either side, back in ms."""
     past = history(6, n=10, step_at=None, noise=0.015)
     new = float(past.mean()) * 1.10
-    d = trend.against_history(past, [new], 0.025)
+    d = trend.against_history(past, [new], alpha=0.025)
     y = np.log(past)
     half = sps.t.ppf(0.975, 9) * y.std(ddof=1) * math.sqrt(1 + 1 / 10)
     centre = math.exp(y.mean())
@@ -133,12 +133,12 @@ def test_one_new_run_is_judged_by_the_prediction_interval() -> None:
 
 def test_repeats_are_judged_by_the_pooled_t() -> None:
     past, new = history(7, n=10, step_at=None), history(8, n=3, step_at=None) * 1.05
-    d = trend.against_history(past, list(new), 0.025)
+    d = trend.against_history(past, list(new), alpha=0.025)
     expected = sps.ttest_ind(np.log(new), np.log(past)).confidence_interval(0.95)
     centre = math.exp(np.log(past).mean())
     assert d.low == pytest.approx(centre * math.expm1(expected.low), rel=1e-3)
     assert d.high == pytest.approx(centre * math.expm1(expected.high), rel=1e-3)
-    assert np.isnan(trend.against_history(past[:1], [100.0], 0.025).low)  # one past run: no interval
+    assert np.isnan(trend.against_history(past[:1], [100.0], alpha=0.025).low)  # one past run: no interval
 
 
 @settings(max_examples=60, deadline=None)

@@ -549,7 +549,7 @@ def run_value(stats: NameStats, metric: str) -> float:
 
 
 def against_history(
-    past: Sequence[float] | np.ndarray, values: Sequence[float], alpha: float, *, since: int | None = None
+    past: Sequence[float] | np.ndarray, values: Sequence[float], *, alpha: float, since: int | None = None
 ) -> Difference:
     """The difference of VALUES (the new runs) from PAST (the baseline runs, oldest first) with its
     CI, ALPHA each side (history_stats.log_difference): one new run's prediction interval, or Welch's
