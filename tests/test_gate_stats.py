@@ -148,3 +148,22 @@ def test_degenerate_inputs_give_finite_answers() -> None:
     d = hs.log_difference(level, [math.nan], 0.01)
     assert math.isnan(d.low) and math.isnan(d.candidate)
     assert math.isnan(hs.count_difference(0, 0, 1, 10, 0.01).low)
+
+
+def test_identical_stored_runs_are_a_level_not_a_division_by_zero(tmp_path: Path) -> None:
+    """20 identical runs through a real SQLite store (float64: the figures come back as they went
+    in): the same run again is `no change` in every latency and throughput row (the SD floor gives
+    a CI of a few tenths of a percent), +10 % on p95 is `regressed`, +1 % is not."""
+    runs = history(20, 0.0)
+    path = stored(tmp_path / "h.sqlite", runs)
+    same = at_mean(path, runs[-1])
+    with open_store(path) as store:
+        outcome, _ = gate_outcome(store, [same])
+        assert outcome is not None and outcome.noise["p95"] == hs.SD_FLOOR
+        assert {r.verdict for r in outcome.rows if r.metric != "error_rate"} == {NO_CHANGE}
+        for factor, expected in ((1.10, REGRESSED), (1.01, NO_CHANGE)):
+            moved = dataclasses.replace(same, stats=tuple(
+                dataclasses.replace(s, p95_ms=s.p95_ms * factor) for s in same.stats))  # fmt: skip
+            found, _ = gate_outcome(store, [moved])
+            assert found is not None
+            assert {r.verdict for r in found.rows if r.metric == "p95"} == {expected}, factor
