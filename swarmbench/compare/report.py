@@ -285,11 +285,11 @@ def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
         f"<td>{r.verdict}</td></tr>"
         for r in outcome.rows
     )
+    power = f"\n<p>{html.escape(catches(outcome))}</p>" if outcome.detectable else ""  # the gate's
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>swarmbench compare</title>
 <style>body{{font-family:sans-serif;max-width:70em;margin:auto}} td,th{{padding:2px 8px;text-align:left}}
 .regressed{{background:#f8d0d0}} .improved{{background:#d0f0d0}} .inconclusive{{background:#fff3c0}}</style>
-</head><body><h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>
-{f"<p>{html.escape(catches(outcome))}</p>" if outcome.detectable else ""}
+</head><body><h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>{power}
 <table><tr><th>name</th><th>metric</th><th>baseline</th><th>candidate</th><th>CI of the difference</th>
 <th>change</th><th>verdict</th></tr>{rows}</table>
 {images}
