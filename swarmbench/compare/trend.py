@@ -311,8 +311,9 @@ def _coefficients(m: int) -> tuple[np.ndarray, ...]:
 # --- a metric over many runs: the prediction interval, change points ------------------------------
 
 DEFAULT_LEVEL = 0.95
-"""Prediction intervals cover one new run of an unchanged configuration with this probability: a
-gate on it raises a false alarm on 5 % of unchanged runs per metric it judges."""
+"""Prediction intervals cover one new run of an unchanged configuration with this probability. The
+gate's default confidence is the whole gate's: it fails an unchanged run (any row regressed) in at
+most 5 %, each row judged at its share (history_stats.row_alphas)."""
 
 WINDOW = 50
 """Runs per sliding window of the split step (Otava's default window_len): long enough for a t-test
