@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from history_runs import at_mean, history, stored
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarmbench.compare import history_stats as hs
 from swarmbench.compare.trend import gate_outcome
@@ -167,3 +169,26 @@ def test_identical_stored_runs_are_a_level_not_a_division_by_zero(tmp_path: Path
             found, _ = gate_outcome(store, [moved])
             assert found is not None
             assert {r.verdict for r in found.rows if r.metric == "p95"} == {expected}, factor
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.5, 2000), min_size=5, max_size=25),
+    st.floats(0.2, 4000),
+    st.sampled_from([1e-4, 4e-3, 0.025]),
+    st.sampled_from(["p95", "throughput"]),
+)
+def test_the_printed_interval_is_the_one_the_verdict_was_read_from(past, new, alpha, metric) -> None:
+    """The CI in the metric's unit is the log-scale CI mapped back: the verdict read from it (the
+    band against it, as the table shows) is the log-scale test's, and the relative change printed
+    lies inside it."""
+    level = hs.level(past)
+    assert level is not None
+    d = hs.log_difference(level, [new], alpha)
+    half, _ = hs.half_width(level, 1, alpha)
+    shift = math.log(max(new, hs.QUANTUM)) - level.center
+    edge = math.log1p(0.05) if metric == "p95" else -math.log1p(-0.05)
+    worse = shift - half if metric == "p95" else -(shift + half)
+    if abs(worse - edge) > 1e-9:
+        assert (verdict(metric, d, 0.05) == REGRESSED) == (worse > edge)
+    assert d.low <= d.diff <= d.high and d.baseline > 0
