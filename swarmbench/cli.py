@@ -78,7 +78,12 @@ def add_levels(p: argparse.ArgumentParser) -> None:
     from swarmbench.core.checks import MIN_EFFECT
 
     p.add_argument("--min-effect", type=float, default=MIN_EFFECT * 100, help="band in %% (default 5)")
-    p.add_argument("--confidence", type=float, default=95.0, help="CI level in %% (default 95)")
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=95.0,
+        help="CI level in %% (default 95; with --history: the whole gate's, each row at its share)",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
 

@@ -210,8 +210,12 @@ def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path
     p95 = {r["name"]: r["verdict"] for r in result["results"] if r["metric"] == "p95"}
     assert set(p95.values()) == {REGRESSED} and len(p95) == 4, p95
     assert result["method"] == GATE_METHOD and f"method: {GATE_METHOD}" in res.stdout
-    assert result["baseline"] == [r.run_id for r in runs[-10:]]
-    assert "learned from the last 10 of 12 comparable runs of main" in res.stdout
+    assert result["baseline"] == [r.run_id for r in runs]  # all 12: fewer than the gate's 20
+    assert "learned from the last 12 of 12 comparable runs of main" in res.stdout
+    assert (
+        "95% for the whole gate" in res.stdout and "would catch (9 times in 10, Aggregated): " in res.stdout
+    )
+    assert 0.02 < result["detectable"]["p95"] < 0.15 and result["detectable"]["throughput"] < 0
     assert {p.name for p in (tmp_path / "slow").iterdir()} == {"compare.txt", "compare.json", "junit.xml"}
 
     env = {**os.environ, "SWARMBENCH_HISTORY": store}

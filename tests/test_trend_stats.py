@@ -94,14 +94,21 @@ def test_the_gate_flags_a_shift_and_spares_an_unchanged_run() -> None:
     assert flagged_shift >= 0.90 and flagged_same <= 0.05, (flagged_shift, flagged_same)
 
 
-def test_the_baseline_starts_after_the_last_change() -> None:
+def test_the_baseline_is_the_last_runs_unless_a_change_was_accepted() -> None:
+    """No change point resets the gate's baseline by itself; an accepted one does (its runs alone
+    once it has MIN_BASELINE, else their centre with both sides' noise)."""
     values = history(4, n=200, step_at=150, step=0.10)
-    assert np.array_equal(baseline(values, 10), values[-10:])
-    recent = baseline(values, 100)
-    assert 45 <= len(recent) <= 52 and recent.mean() > 105  # only the runs after the step
+    level = baseline(values, 20)
+    assert level is not None and (level.used, level.n) == (20, 20)
+    assert level.center == pytest.approx(np.log(values[-20:]).mean())
     fresh = history(5, n=200, step_at=None)
-    fresh[-2:] *= 1.5  # a change two runs ago: too few runs to know the new level's noise
-    assert len(baseline(fresh, 10)) == 0
+    fresh[-2:] *= 1.5  # a change two runs ago, not accepted: outliers of the last 20
+    level = baseline(fresh, 20)
+    assert level is not None and level.left_out == 2 and level.center < np.log(110)
+    accepted = baseline(fresh, 20, since=198)
+    assert accepted is not None and (accepted.n, accepted.used, accepted.df) == (2, 20, 18)
+    assert accepted.center == pytest.approx(np.log(fresh[-2:]).mean())
+    assert baseline(fresh[:4], 20) is None  # under MIN_BASELINE runs: no level
 
 
 def test_a_prediction_interval_needs_two_finite_runs() -> None:
@@ -112,22 +119,27 @@ def test_a_prediction_interval_needs_two_finite_runs() -> None:
 
 
 def test_one_new_run_is_judged_by_the_prediction_interval() -> None:
-    """The gate's difference (against_history) for one new run: its distance from the past mean,
-    with the prediction interval's half-width either side."""
+    """The gate's difference (against_history) for one new run: on the log scale, its distance from
+    the past runs' mean with the prediction interval's half-width either side, back in ms."""
     past = history(6, n=10, step_at=None, noise=0.015)
     new = float(past.mean()) * 1.10
-    d = trend.against_history(past, [new], 0.95)
-    low, high = prediction_interval(past)
-    assert (d.baseline, d.candidate) == (pytest.approx(past.mean()), new)
-    assert (d.low, d.high) == (pytest.approx(new - high), pytest.approx(new - low))
+    d = trend.against_history(past, [new], alpha=0.025)
+    y = np.log(past)
+    half = sps.t.ppf(0.975, 9) * y.std(ddof=1) * math.sqrt(1 + 1 / 10)
+    centre = math.exp(y.mean())
+    assert (d.baseline, d.candidate) == (pytest.approx(centre), pytest.approx(new))
+    assert d.low == pytest.approx(centre * math.expm1(math.log(new) - y.mean() - half), rel=1e-6)
+    assert d.high == pytest.approx(centre * math.expm1(math.log(new) - y.mean() + half), rel=1e-6)
 
 
-def test_repeats_are_judged_by_welchs_t() -> None:
+def test_repeats_are_judged_by_the_pooled_t() -> None:
     past, new = history(7, n=10, step_at=None), history(8, n=3, step_at=None) * 1.05
-    d = trend.against_history(past, list(new), 0.95)
-    expected = sps.ttest_ind(new, past, equal_var=False).confidence_interval(0.95)
-    assert (d.low, d.high) == (pytest.approx(expected.low, rel=1e-3), pytest.approx(expected.high, rel=1e-3))
-    assert np.isnan(trend.against_history(past[:1], [100.0], 0.95).low)  # one past run: no interval
+    d = trend.against_history(past, list(new), alpha=0.025)
+    expected = sps.ttest_ind(np.log(new), np.log(past)).confidence_interval(0.95)
+    centre = math.exp(np.log(past).mean())
+    assert d.low == pytest.approx(centre * math.expm1(expected.low), rel=1e-3)
+    assert d.high == pytest.approx(centre * math.expm1(expected.high), rel=1e-3)
+    assert np.isnan(trend.against_history(past[:1], [100.0], alpha=0.025).low)  # one past run: no interval
 
 
 @settings(max_examples=60, deadline=None)

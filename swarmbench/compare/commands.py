@@ -211,9 +211,11 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
     near = None
     with opened(store_spec(args.history)) as store:
         try:
+            # Only a change a person accepted (`history accept`) starts a new baseline.
+            accepted = store.accepted(runs[0].fingerprint, runs[0].host, runs[0].testbed, args.branch)
             outcome, found = trend.gate_outcome(
                 store, runs, branch=args.branch, metrics=opts["metrics"], wanted=opts["names"],
-                min_effect=opts["min_effect"], confidence=opts["confidence"],
+                min_effect=opts["min_effect"], confidence=opts["confidence"], accepted=accepted,
             )  # fmt: skip
         except ValueError as e:
             raise UsageError(f"{run_path}: {e}") from None

@@ -52,6 +52,8 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     pooled: dict[str, int] = field(default_factory=dict)  # side -> calibration runs pooled with (0: none)
     method: str = METHOD  # the gate against history has its own (compare/trend.py GATE_METHOD)
+    detectable: dict[str, float] = field(default_factory=dict)  # the gate: metric -> change it would catch
+    ci_note: str = ""  # the gate: its CIs' levels (each row's share of the whole gate's), for the header
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -107,11 +109,13 @@ def header(outcome: Outcome) -> list[str]:
     out = [
         f"baseline:  {len(outcome.baseline)} run(s)  {', '.join(outcome.baseline)}",
         f"candidate: {len(outcome.candidate)} run(s)  {', '.join(outcome.candidate)}",
-        f"method: {outcome.method}; {o['confidence']:.0%} CI, seed {o['seed']}, "
-        f"min effect {o['min_effect']:.0%}",
+        f"method: {outcome.method}; {outcome.ci_note or format(o['confidence'], '.0%') + ' CI'}, "
+        f"seed {o['seed']}, min effect {o['min_effect']:.0%}",
         f"run-to-run noise ({outcome.noise_source}): "
         + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items()),
     ]
+    if outcome.detectable:
+        out.append(catches(outcome))
     if min(len(outcome.baseline), len(outcome.candidate)) == 1 and outcome.method == METHOD:
         # (the gate against history learns the run-to-run variance from the past runs)
         out.append(
@@ -138,6 +142,20 @@ def header(outcome: Outcome) -> list[str]:
     return out
 
 
+def catches(outcome: Outcome) -> str:
+    """The gate's power in one line: per metric (Aggregated), the change it calls `regressed` 9 times
+    in 10 at its runs and noise (compare/history_stats.py detectable)."""
+    said = []
+    for m, v in outcome.detectable.items():
+        if math.isnan(v):
+            said.append(f"{m} ?")
+        elif m == "error_rate":
+            said.append(f"{m} ≥ {v * 100:+.2f} pp")
+        else:
+            said.append(f"{m} {'≤' if v < 0 else '≥'} {v:+.1%}")
+    return "would catch (9 times in 10, Aggregated): " + ", ".join(said)
+
+
 def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else round(value, 6)
 
@@ -154,6 +172,7 @@ def to_json(outcome: Outcome) -> dict:
             "pooled_runs": outcome.pooled,
         },
         "rounded": outcome.rounded,
+        **({"detectable": {m: _num(v) for m, v in outcome.detectable.items()}} if outcome.detectable else {}),
         "settings_differ": [s.__dict__ for s in outcome.settings],
         "names_only_in_baseline": outcome.names.baseline_only,
         "names_only_in_candidate": outcome.names.candidate_only,
@@ -264,7 +283,8 @@ def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
         f"<td>{r.verdict}</td></tr>"
         for r in outcome.rows
     )
-    body = f"""<h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>
+    power = f"\n<p>{html.escape(catches(outcome))}</p>" if outcome.detectable else ""  # the gate's
+    body = f"""<h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>{power}
 <table><tr><th>name</th><th>metric</th><th>baseline</th><th>candidate</th><th>CI of the difference</th>
 <th>change</th><th>verdict</th></tr>{rows}</table>
 {images}

@@ -4,10 +4,11 @@ request name and metric, E-divisive means with Otava's significance test). numpy
 library; the series come from the history store (swarmbench/history).
 
 - The gate (gate_outcome, `swarmbench compare --history`): the last n comparable runs of main (same
-  load fingerprint, host and testbed) since their last change point are the A/A sample of
-  run-to-run noise. One new run's difference from their mean has the interval ±t(n-1)·s·√(1+1/n)
-  (a prediction interval: prediction_interval); repeats are judged by Welch's t on the two means.
-  The verdict is compare's (core/checks.py: the interval against the ±min-effect band).
+  load fingerprint, host and testbed), from the newest accepted change on (`history accept`; no
+  detected change point resets it), are the A/A sample of run-to-run noise. Each row's interval
+  is a prediction interval on the log scale, outliers left out, at the row's share of the whole
+  gate's false-alarm rate; failures are judged as counts (compare/history_stats.py: the
+  statistics). The verdict is compare's (core/checks.py: the interval against the ±min-effect band).
 - The trend (trend, trend_json, trend_page; `swarmbench trend`): per name and metric, the change
   points (change_points), each with the first run after it (its commit: where to look), the means
   before and after and the change in %.
@@ -45,11 +46,12 @@ from statistics import NormalDist, fmean, stdev
 
 import numpy as np
 
+from swarmbench.compare import history_stats
 from swarmbench.compare.report import Outcome
 from swarmbench.compare.report import rows as report_rows
 from swarmbench.compare.sides import Names
 from swarmbench.compare.stats import Difference, t_quantile
-from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, EXACT, MIN_EFFECT
+from swarmbench.core.checks import AGGREGATED, COMPARE_METRICS, EXACT, HIGHER_IS_WORSE, MIN_EFFECT
 from swarmbench.history.record import NameStats, RunData
 from swarmbench.history.store import Configuration, RunRecord, Series, Store
 
@@ -314,8 +316,9 @@ def _coefficients(m: int) -> tuple[np.ndarray, ...]:
 # --- a metric over many runs: the prediction interval, change points ------------------------------
 
 DEFAULT_LEVEL = 0.95
-"""Prediction intervals cover one new run of an unchanged configuration with this probability: a
-gate on it raises a false alarm on 5 % of unchanged runs per metric it judges."""
+"""Prediction intervals cover one new run of an unchanged configuration with this probability. The
+gate's default confidence is the whole gate's: it fails an unchanged run (any row regressed) in at
+most 5 %, each row judged at its share (history_stats.row_alphas)."""
 
 WINDOW = 50
 """Runs per sliding window of the split step (Otava's default window_len): long enough for a t-test
@@ -337,17 +340,18 @@ RESOLUTION / sqrt(12) of its level (a uniform rounding error's SD): a constant s
 of one repeated figure, no longer gives p = 0 against a step of one rounding unit. A +1 % step on
 constant values is 35 such SDs: real, and reported when it reaches the minimum magnitude."""
 
-BASELINE_RUNS = 10
-"""The gate's default sample: the last 10 comparable runs (Bencher's default window is similar);
-more runs narrow the interval little past ~10 (t and sqrt(1 + 1/n) flatten) and reach further back."""
+BASELINE_RUNS = 20
+"""The gate's default sample: the last 20 comparable runs. Each row is judged at its share of the
+gate's 5 % (history_stats.row_alphas: ~0.04 % for a request name's row), where the t quantile
+still falls steeply with the runs: t(0.9996, df) is 4.9 at 10 runs, 3.96 at 20, 3.7 at 30."""
 
-MIN_BASELINE = 3
-"""Fewer past runs than this since the last change point: no interval (at n = 2 the t quantile of
-1 degree of freedom makes it ~13 standard deviations wide: a gate that never fires)."""
+MIN_BASELINE = history_stats.MIN_RUNS
+"""Fewer past runs than this (5) with a figure: no interval for it (history_stats.MIN_RUNS; the
+gate as a whole needs as many comparable runs: GATE_MIN_RUNS, the same number)."""
 
 GATE_LOOKBACK = 4 * WINDOW
-"""The gate looks for the last change point in this many recent runs only: a change older than that
-lies before any baseline of BASELINE_RUNS anyway, and the search stays cheap on a long history."""
+"""The gate reads this many recent runs of the configuration at most (the candidate may be a stored
+run with later ones after it): enough for BASELINE_RUNS before it, cheap on a long history."""
 
 
 @dataclass(frozen=True)
@@ -393,16 +397,19 @@ def outside(past: Sequence[float], value: float, level: float = DEFAULT_LEVEL) -
 
 
 def baseline(
-    series: Sequence[float], n: int = BASELINE_RUNS, *, max_pvalue: float = MAX_PVALUE
-) -> np.ndarray:
-    """The gate's past runs: the last N of SERIES (oldest first) after its last change point, found
-    among the last GATE_LOOKBACK runs; empty when fewer than MIN_BASELINE remain (a level changed
-    too recently to know its noise)."""
-    recent = np.asarray(series, dtype=float)[-GATE_LOOKBACK:]
-    points = change_points(recent, max_pvalue=max_pvalue)
-    since = recent[points[-1].index :] if points else recent
-    since = since[np.isfinite(since)]  # a run without the figure is no part of the sample
-    return since[-n:] if len(since) >= MIN_BASELINE else since[:0]
+    series: Sequence[float], n: int = BASELINE_RUNS, *, since: int | None = None
+) -> history_stats.Level | None:
+    """The gate's level of SERIES (oldest first): its last N runs, on the log scale, outliers left
+    out (history_stats.level). SINCE: the position in SERIES of the newest accepted change's first
+    run: from it on when it leaves MIN_BASELINE runs, else its few runs' centre with the noise of
+    both sides. A change point nobody accepted does not reset it (a regression must not become the
+    baseline by itself: `swarmbench trend --check` reports it). None when under MIN_BASELINE runs
+    have the figure."""
+    values = np.asarray(series, dtype=float)
+    start = max(0, len(values) - n)
+    window = values[start:]
+    where = since - start if since is not None and since > start else None
+    return history_stats.level(window, where)
 
 
 def change_points(
@@ -697,16 +704,20 @@ def _selection_adjusted(y: np.ndarray, points: list[ChangePoint]) -> list[float]
 
 # --- the gate as `swarmbench compare` gives it: a verdict per name and metric ---------------------
 
-GATE_MIN_RUNS = 5
+GATE_MIN_RUNS = MIN_BASELINE
 """Comparable runs the gate needs before it judges at all (fewer: it says how many it has and gives
-no verdict). With 5, the prediction interval's t quantile is t(0.975, 4) = 2.78; with 3 it would be
-4.30, an interval so wide that nearly everything reads inconclusive."""
+no verdict): 5, the fewest a level takes (history_stats.MIN_RUNS), the number docs/history.md gives."""
 
 GATE_METHOD = (
-    "against history: the last n comparable runs (same load fingerprint, host and testbed; branch main "
-    "unless --branch) since their last change point; the difference's CI is ±t(n-1)·s·√(1+1/n) for one "
-    "new run (a prediction interval: how far one new run falls from n past ones), Welch's t for repeats; "
-    "verdict as compare's: the CI beyond the ±min-effect band"
+    "against history: per name and metric, the last n comparable runs of main (same load fingerprint, "
+    "host and testbed; --branch for another) from the newest accepted change on; latency and throughput "
+    "on the log scale, past runs beyond 5 robust SDs (MAD, from 10 runs) of their median left out, the "
+    "SD at least 0.1 % (the histograms' resolution); one new run's CI ±t(df)·s·√(1+1/n) (a prediction "
+    "interval), repeats by Student's t pooled with the past runs' SD (Welch's if an F-test finds them "
+    "noisier); error rates as counts: Newcombe's score interval of the pooled failure rates' difference; "
+    "each row's CI at its weighted-Bonferroni share of the gate's alpha (half to Aggregated's rows, half "
+    "to the names'), so all rows together call an unchanged run regressed in at most alpha; verdict as "
+    "compare's: the CI beyond the ±min-effect band"
 )
 """The gate's method in one line, printed with its table and in compare.json."""
 
@@ -731,29 +742,13 @@ def run_value(stats: NameStats, metric: str) -> float:
     return math.nan if value is None else float(value)
 
 
-def against_history(past: np.ndarray, values: Sequence[float], confidence: float) -> Difference:
-    """The difference of VALUES (the new runs) from PAST (the baseline runs) with its CI: one new
-    run's prediction interval, or Welch's t for repeats; NaN bounds when either side lacks data."""
-    cand = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
-    if len(past) < 2 or len(cand) == 0:
-        b = float(np.mean(past)) if len(past) else math.nan
-        c = float(np.mean(cand)) if len(cand) else math.nan
-        return Difference(b, c, c - b, math.nan, math.nan)
-    n, k = len(past), len(cand)
-    b, c = float(np.mean(past)), float(np.mean(cand))
-    var_b = float(np.var(past, ddof=1))
-    if k == 1:
-        half = prediction_half_width(math.sqrt(var_b), n, confidence)
-    else:
-        var_c = float(np.var(cand, ddof=1))
-        a, d = var_b / n, var_c / k
-        se = math.sqrt(a + d)
-        bottom = a * a / (n - 1) + d * d / (k - 1)
-        df = (a + d) ** 2 / bottom if bottom > 0 else math.inf
-        half = t_quantile((1 + confidence) / 2, df) * se if se > 0 and math.isfinite(df) else 0.0
-    low, high = c - b - half, c - b + half
-    # Every metric is >= 0, so the difference is >= -baseline (as compare cuts it).
-    return Difference(b, c, c - b, max(low, -b), max(high, -b))
+def against_history(
+    past: Sequence[float] | np.ndarray, values: Sequence[float], *, alpha: float, since: int | None = None
+) -> Difference:
+    """The difference of VALUES (the new runs) from PAST (the baseline runs, oldest first) with its
+    CI, ALPHA each side (history_stats.log_difference): one new run's prediction interval, or Welch's
+    t for repeats, on the log scale; NaN bounds when either side lacks data. SINCE: as baseline's."""
+    return history_stats.log_difference(baseline(past, len(past), since=since), values, alpha)
 
 
 def gate_outcome(
@@ -766,10 +761,56 @@ def gate_outcome(
     wanted: Sequence[str] | None = None,
     min_effect: float = MIN_EFFECT,
     confidence: float = DEFAULT_LEVEL,
+    accepted: Sequence[str] = (),
 ) -> tuple[Outcome | None, int]:
     """RUNS (one new run, or repeats of one load) against BRANCH's comparable runs before them:
     (the outcome, as `swarmbench compare` reports one; the number of comparable runs). The outcome
-    is None when there are fewer than GATE_MIN_RUNS."""
+    is None when there are fewer than GATE_MIN_RUNS. CONFIDENCE is the whole gate's: an unchanged
+    run fails it (any row `regressed`) with probability at most 1 - CONFIDENCE. ACCEPTED: the
+    run_keys of runs that start an accepted new level (`swarmbench history accept`): the baseline
+    starts at the newest of them (baseline()); no other change resets it."""
+    series, keep = _comparable(store, runs, branch)
+    if len(keep) < GATE_MIN_RUNS:
+        return None, len(keep)
+    window = keep[-n:]
+    starts = [k for k, i in enumerate(window) if series.runs[i].run_key in set(accepted)]
+    since = starts[-1] if starts else None
+    by_name, names = _candidate_names(series, runs, wanted)
+    alphas = history_stats.row_alphas(names.common, metrics, 1 - confidence)
+    found, noise, power, left_out = _differences(series, window, since, by_name, names.common, metrics,
+                                                 alphas, min_effect)  # fmt: skip
+    accepted_at = f", from {series.runs[window[since]].run_id} (accepted)" if since is not None else ""
+    outcome = Outcome(
+        baseline=[series.runs[i].run_id for i in window],
+        candidate=[r.run_id for r in runs],
+        rows=report_rows(found, min_effect),
+        names=names,
+        settings=[],
+        options={
+            "metrics": list(metrics),
+            "names": wanted,
+            "min_effect": min_effect,
+            "confidence": confidence,
+            "seed": 0,
+        },  # fmt: skip
+        noise=noise,
+        noise_source=(
+            f"learned from the last {len(window)} of {len(keep)} comparable runs of {branch} in {store.where}"
+            f"{accepted_at}; relative SD on the log scale, Aggregated; {left_out} outlier run(s) left out"
+        ),
+        rounded=any(r.precision != EXACT for r in runs),
+        method=GATE_METHOD,
+        detectable=power,
+        ci_note=f"{confidence:.0%} for the whole gate (each row's CI at "
+        + " or ".join(f"{1 - 2 * a:.2%}" for a in sorted(set(alphas.values()), reverse=True))
+        + ")",
+    )
+    return outcome, len(keep)
+
+
+def _comparable(store: Store, runs: Sequence[RunData], branch: str) -> tuple[Series, list[int]]:
+    """The series of RUNS' configuration on BRANCH (its last GATE_LOOKBACK runs and RUNS' own), and
+    the positions of the runs before RUNS in it; ValueError when RUNS are not of one configuration."""
     first = runs[0]
     for r in runs[1:]:
         if (r.fingerprint, r.host, r.testbed) != (first.fingerprint, first.host, first.testbed):
@@ -781,9 +822,15 @@ def gate_outcome(
     own = {r.run_key for r in runs}
     start = min(r.started_at for r in runs)
     keep = [i for i, r in enumerate(series.runs) if r.run_key not in own and r.started_at < start]
-    if len(keep) < GATE_MIN_RUNS:
-        return None, len(keep)
-    by_name = {(s.type, s.name): [] for s in first.stats}
+    return series, keep
+
+
+def _candidate_names(
+    series: Series, runs: Sequence[RunData], wanted: Sequence[str] | None
+) -> tuple[dict[tuple[str, str], list[NameStats]], Names]:
+    """The new runs' figures per (type, name), and the names judged (in both, Aggregated last, only
+    WANTED if given) with those only in the history or only in the new runs."""
+    by_name: dict[tuple[str, str], list[NameStats]] = {(s.type, s.name): [] for s in runs[0].stats}
     for r in runs:
         for s in r.stats:
             by_name.setdefault((s.type, s.name), []).append(s)
@@ -792,61 +839,67 @@ def gate_outcome(
     common = sorted((history_names & candidate_names) - {AGGREGATED}) + [AGGREGATED]
     if wanted:
         common = [c for c in common if c in wanted]
-    found, noise, used = _differences(series, keep, by_name, common, metrics, n, confidence)
-    outcome = Outcome(
-        baseline=[series.runs[i].run_id for i in keep[-used:]] if used else [],
-        candidate=[r.run_id for r in runs],
-        rows=report_rows(found, min_effect),
-        names=Names(common, sorted(history_names - candidate_names), sorted(candidate_names - history_names)),
-        settings=[],
-        options={
-            "metrics": list(metrics),
-            "names": wanted,
-            "min_effect": min_effect,
-            "confidence": confidence,
-            "seed": 0,
-        },  # fmt: skip
-        noise=noise,
-        noise_source=(
-            f"learned from the last {used} of {len(keep)} comparable runs of {branch} in {store.where}, "
-            "since their last change point"
-        ),
-        rounded=any(r.precision != EXACT for r in runs),
-        method=GATE_METHOD,
+    return by_name, Names(
+        common, sorted(history_names - candidate_names), sorted(candidate_names - history_names)
     )
-    return outcome, len(keep)
 
 
 def _differences(
     series: Series,
-    keep: list[int],
+    window: list[int],
+    since: int | None,
     by_name: dict[tuple[str, str], list[NameStats]],
     common: list[str],
     metrics: Sequence[str],
-    n: int,
-    confidence: float,
-) -> tuple[dict[str, dict[str, Difference]], dict[str, float], int]:
-    """Per metric and name (COMMON's order): the candidates' difference from the baseline runs
-    (the KEEP runs of SERIES, the last N since their last change point); the learned relative
-    run-to-run noise of Aggregated per metric; how many baseline runs that noise came from."""
+    alphas: dict[tuple[str, str], float],
+    min_effect: float,
+) -> tuple[dict[str, dict[str, Difference]], dict[str, float], dict[str, float], int]:
+    """Per metric and name (COMMON's order): the candidates' difference from the baseline runs (the
+    WINDOW runs of SERIES; SINCE: where the accepted level starts in it), at the row's ALPHAS;
+    Aggregated's learned run-to-run noise (relative SD) and the change it would catch per metric
+    (history_stats.detectable); the outlier runs Aggregated's levels left out (the most of any
+    metric)."""
     found: dict[str, dict[str, Difference]] = {m: {} for m in metrics}
     noise: dict[str, float] = {}
-    used = 0
+    power: dict[str, float] = {}
+    left_out = 0
     for key, per in series.values.items():
         if key[1] not in common or key not in by_name:
             continue
-        kept = {m: [v[i] for i in keep] for m, v in per.items()}
+        kept = {m: np.asarray(v, dtype=float)[window] for m, v in per.items()}
+        new = by_name[key]
         for metric in metrics:
-            values = metric_values(kept, metric)
-            past = baseline(values, n)
-            found[metric][key[1]] = against_history(
-                past, [run_value(s, metric) for s in by_name[key]], confidence
+            alpha = alphas[(key[1], metric)]
+            if metric == "error_rate":
+                base = _pooled_counts(kept, since)
+                d = history_stats.count_difference(*base, sum(s.failures for s in new),
+                                                   sum(s.requests for s in new), alpha)  # fmt: skip
+                found[metric][key[1]] = d
+                if key[1] == AGGREGATED:
+                    per_run = sum(s.requests for s in new) / len(new)
+                    power[metric] = history_stats.detectable_rate(*base, per_run, alpha, min_effect)
+                continue
+            lv = baseline(metric_values(kept, metric), len(window), since=since)
+            found[metric][key[1]] = history_stats.log_difference(
+                lv, [run_value(s, metric) for s in new], alpha
             )
-            if key[1] == AGGREGATED and len(past) > 1 and np.mean(past) > 0:
-                noise[metric] = float(np.std(past, ddof=1) / np.mean(past))
-                used = max(used, len(past))
+            if key[1] == AGGREGATED and lv is not None:
+                noise[metric] = lv.spread
+                worse = HIGHER_IS_WORSE[metric]
+                power[metric] = history_stats.detectable(lv, len(new), alpha, min_effect, worse)
+                left_out = max(left_out, lv.left_out)
     found = {m: {name: found[m][name] for name in common if name in found[m]} for m in metrics}
-    return found, noise, used
+    return found, noise, power, left_out
+
+
+def _pooled_counts(kept: dict[str, np.ndarray], since: int | None) -> tuple[int, int]:
+    """(failures, requests) summed over the baseline runs: from SINCE on (the accepted level) when
+    it has MIN_BASELINE runs, else all of them."""
+    requests, failures = kept["requests"], kept["failures"]
+    ok = np.isfinite(requests) & np.isfinite(failures)
+    if since is not None and int(ok[since:].sum()) >= MIN_BASELINE:
+        ok[:since] = False
+    return int(failures[ok].sum()), int(requests[ok].sum())
 
 
 # --- the trend as the command line gives it ----------------------------------------------------------
