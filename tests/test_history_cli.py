@@ -306,3 +306,28 @@ def test_triage_refuses_bad_input_in_one_line(tmp_path: Path, args: tuple[str, .
     res = swarmbench(*args, "--history", store)
     assert_one_line_error(res, message, prog="swarmbench")
     assert (tmp_path / "h.sqlite").read_bytes() == before
+
+
+def test_the_gate_starts_its_baseline_at_an_accepted_change_only(tmp_path: Path) -> None:
+    """30 runs at 1 % noise, every p95 +20 % from the 26th run on, and a candidate at that new
+    level: a change nobody accepted is no baseline, so the gate judges the candidate against the
+    level before and fails it (exit 3); once `history accept` names the run the level changed at,
+    the baseline starts there and the same candidate passes (exit 0)."""
+    up = {(s.type, s.name, "p95_ms"): 1.20 for s in history(1, 0.0)[0].stats}
+    runs = history(30, 0.01, seed=6, step=lambda i: up if i >= 25 else {})
+    store = stored(tmp_path / "h.sqlite", runs)
+    candidate = write_folder(at_mean(store, runs[-1], n=5), tmp_path / "runs")
+
+    before = swarmbench("compare", "--history", store, candidate, "-o", tmp_path / "before")
+    assert before.returncode == 3, before.stdout + before.stderr
+    ok("history", "accept", runs[25].run_id, "--reason", "the new serializer costs 20 %", "--history", store)
+    after = swarmbench("compare", "--history", store, candidate, "-o", tmp_path / "after")
+    assert after.returncode == 0, after.stdout + after.stderr
+    verdicts = [
+        {
+            (r["name"], r["metric"]): r["verdict"]
+            for r in json.loads((tmp_path / d / "compare.json").read_text())["results"]
+        }
+        for d in ("before", "after")
+    ]
+    assert verdicts[0][(AGGREGATED, "p95")] == REGRESSED and verdicts[1][(AGGREGATED, "p95")] != REGRESSED
