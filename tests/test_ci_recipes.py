@@ -97,6 +97,7 @@ CONDITIONS = {
     ),
     "env.HISTORY_STORE == 'cache'": lambda j: j.ok and j.env.get("HISTORY_STORE") == "cache",
     "always()": lambda j: True,
+    "env.BASELINE == 'history'": lambda j: j.ok and j.env.get("BASELINE") == "history",
     "always() && env.BASELINE == 'history'": lambda j: j.env.get("BASELINE") == "history",
     "always() && env.HISTORY_STORE == 'cache' && github.event_name == 'push' "
     "&& github.ref == 'refs/heads/main' && hashFiles('results/history.sqlite') != ''": lambda j: (
