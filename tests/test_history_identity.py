@@ -214,7 +214,7 @@ def test_a_slower_run_on_another_port_is_regressed(tmp_path: Path) -> None:
     assert res.returncode == 3, res.stdout + res.stderr
     result = json.loads((tmp_path / "gate" / "compare.json").read_text())
     p95 = next(r for r in result["results"] if (r["name"], r["metric"]) == (AGGREGATED, "p95"))
-    assert p95["verdict"] == REGRESSED and len(result["baseline"]) == 10
+    assert p95["verdict"] == REGRESSED and len(result["baseline"]) == 12  # all 12 (it takes up to 20)
     assert "NO COMPARABLE RUN" not in res.stderr
 
 
