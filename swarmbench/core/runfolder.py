@@ -98,7 +98,7 @@ def read_table(
 
     (Long on purpose: both error policies, strict and noted, side by side for each way a file can be
     wrong, so that no reader of a run folder has a third.)"""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         with open(path, newline="", encoding="utf-8") as f:
             text = f.read()
@@ -162,7 +162,8 @@ def read_json_object(path: Path, missing_ok: bool = False) -> dict[str, Any] | N
     """PATH's JSON object (run.json, locust_latency_hdr.json): RunFolderError naming the file (and
     the line of invalid JSON); None where it is missing and MISSING_OK."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
     except FileNotFoundError:
         if missing_ok:
             return None
@@ -261,34 +262,40 @@ class ExactRow:
         return (self.type, self.name)
 
 
+STATS_NUMBERS = (col.MEDIAN_RT, col.AVG_RT, col.MIN_RT, col.MAX_RT, col.AVG_SIZE, col.RPS,
+                 col.FAILURES_PER_S, *PERCENTILES.values())  # fmt: skip
+"""The columns of StatsRow's float fields, in the fields' order (median_ms ... p100_ms)."""
+
+EXACT_NUMBERS = tuple(EXACT_COLUMNS.values())
+"""The columns of ExactRow's float fields, in the fields' order (p50_ms ... max_ms)."""
+
+
 def stats_row(row: dict[str, str], line: int) -> StatsRow:
     """A locust_stats.csv row (read_table's) as a StatsRow."""
+    get = row.get
+    # Positional, in StatsRow's field order (STATS_NUMBERS): every run folder's reader builds these
+    # rows, and keywords built per row cost a third of reading a run (bench/bench_reader.py).
     return StatsRow(
-        type=row.get(col.TYPE) or "",
-        name=row.get(col.NAME) or "",
-        requests=count(row.get(col.REQUEST_COUNT)),
-        failures=count(row.get(col.FAILURE_COUNT)),
-        median_ms=number(row.get(col.MEDIAN_RT)),
-        avg_ms=number(row.get(col.AVG_RT)),
-        min_ms=number(row.get(col.MIN_RT)),
-        max_ms=number(row.get(col.MAX_RT)),
-        avg_size=number(row.get(col.AVG_SIZE)),
-        rps=number(row.get(col.RPS)),
-        failures_per_s=number(row.get(col.FAILURES_PER_S)),
+        get(col.TYPE) or "",
+        get(col.NAME) or "",
+        count(get(col.REQUEST_COUNT)),
+        count(get(col.FAILURE_COUNT)),
+        *[number(get(column)) for column in STATS_NUMBERS],
         line=line,
-        **{field: number(row.get(column)) for field, column in PERCENTILES.items()},
     )
 
 
 def exact_row(row: dict[str, str], line: int) -> ExactRow:
     """A locust_latency_hdr.csv row (read_table's, locust=False) as an ExactRow."""
+    get = row.get
+    # Positional, in ExactRow's field order (EXACT_NUMBERS), as stats_row.
     return ExactRow(
-        kind=row.get("kind") or SERVICE,
-        type=row.get("type") or "",
-        name=row.get("name") or "",
-        count=count(row.get("count")),
+        get("kind") or SERVICE,
+        get("type") or "",
+        get("name") or "",
+        count(get("count")),
+        *[number(get(column)) for column in EXACT_NUMBERS],
         line=line,
-        **{field: number(row.get(column)) for field, column in EXACT_COLUMNS.items()},
     )
 
 
@@ -324,7 +331,7 @@ class RunFolder:
     @classmethod
     def open(cls, path: str | Path) -> RunFolder:
         """PATH's run. RunFolderError naming the file and line when it is not a readable run folder."""
-        path = Path(path)
+        path = path if isinstance(path, Path) else Path(path)
         stats_path = path / col.STATS_CSV
         if not stats_path.is_file():
             raise RunFolderError(
@@ -339,12 +346,13 @@ class RunFolder:
         stats: dict[tuple[str, str], StatsRow] = {}
         for line, row in table.numbered():
             parsed = stats_row(row, line)
-            if parsed.key in stats:
+            key = (parsed.type, parsed.name)
+            if key in stats:
                 raise RunFolderError(stats_path, f"{parsed.type} {parsed.name!r} a second time", line)
             if number(row.get(col.REQUEST_COUNT)) is None:
                 cell = row.get(col.REQUEST_COUNT)
                 raise RunFolderError(stats_path, f"{col.REQUEST_COUNT} {cell!r} is not a number", line)
-            stats[parsed.key] = parsed
+            stats[key] = parsed
         if not stats:
             raise RunFolderError(stats_path, "no rows", 2)
         return cls(path, stats, data)
