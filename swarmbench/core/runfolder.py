@@ -32,7 +32,7 @@ from typing import Any, overload
 from swarmbench.core import folder as col
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError
-from swarmbench.core.figures import count, number
+from swarmbench.core.figures import count, number, numbers
 from swarmbench.core.manifest import RunManifest
 
 MISSING = "missing"
@@ -280,7 +280,7 @@ def stats_row(row: dict[str, str], line: int) -> StatsRow:
         get(col.NAME) or "",
         count(get(col.REQUEST_COUNT)),
         count(get(col.FAILURE_COUNT)),
-        *[number(get(column)) for column in STATS_NUMBERS],
+        *numbers([get(column) for column in STATS_NUMBERS]),
         line=line,
     )
 
@@ -294,7 +294,7 @@ def exact_row(row: dict[str, str], line: int) -> ExactRow:
         get("type") or "",
         get("name") or "",
         count(get("count")),
-        *[number(get(column)) for column in EXACT_NUMBERS],
+        *numbers([get(column) for column in EXACT_NUMBERS]),
         line=line,
     )
 
