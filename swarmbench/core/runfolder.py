@@ -24,10 +24,10 @@ import csv
 import io
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from swarmbench.core import folder as col
 from swarmbench.core.checks import AGGREGATED
@@ -269,33 +269,46 @@ STATS_NUMBERS = (col.MEDIAN_RT, col.AVG_RT, col.MIN_RT, col.MAX_RT, col.AVG_SIZE
 EXACT_NUMBERS = tuple(EXACT_COLUMNS.values())
 """The columns of ExactRow's float fields, in the fields' order (p50_ms ... max_ms)."""
 
+Row = TypeVar("Row", StatsRow, ExactRow)
+
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (StatsRow, ExactRow)}
+"""Each row class's field names, in order (for _frozen_row)."""
+
+
+def _frozen_row(cls: type[Row], *values: Any) -> Row:
+    """cls(*values), the same frozen object, without the dataclass __init__: a frozen one sets each
+    field through object.__setattr__, 8x slower than this, and every reader of a run folder builds
+    a row per line of its CSV files (issue 31: reading is no slower than before RunFolder)."""
+    row = object.__new__(cls)
+    vars(row).update(zip(_FIELDS[cls], values, strict=True))
+    return row
+
 
 def stats_row(row: dict[str, str], line: int) -> StatsRow:
     """A locust_stats.csv row (read_table's) as a StatsRow."""
     get = row.get
-    # Positional, in StatsRow's field order (STATS_NUMBERS): every run folder's reader builds these
-    # rows, and keywords built per row cost a third of reading a run (bench/bench_reader.py).
-    return StatsRow(
+    return _frozen_row(  # in StatsRow's field order (STATS_NUMBERS: median_ms ... p100_ms)
+        StatsRow,
         get(col.TYPE) or "",
         get(col.NAME) or "",
         count(get(col.REQUEST_COUNT)),
         count(get(col.FAILURE_COUNT)),
         *numbers([get(column) for column in STATS_NUMBERS]),
-        line=line,
+        line,
     )
 
 
 def exact_row(row: dict[str, str], line: int) -> ExactRow:
     """A locust_latency_hdr.csv row (read_table's, locust=False) as an ExactRow."""
     get = row.get
-    # Positional, in ExactRow's field order (EXACT_NUMBERS), as stats_row.
-    return ExactRow(
+    return _frozen_row(  # in ExactRow's field order (EXACT_NUMBERS: p50_ms ... max_ms)
+        ExactRow,
         get("kind") or SERVICE,
         get("type") or "",
         get("name") or "",
         count(get("count")),
         *numbers([get(column) for column in EXACT_NUMBERS]),
-        line=line,
+        line,
     )
 
 
