@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from swarmbench import RunFolder, RunFolderError
 from swarmbench.core.exits import InputError
-from swarmbench.core.figures import MS_DECIMALS, number, show_ms
+from swarmbench.core.figures import MS_DECIMALS, number, numbers, show_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWCASE = sorted((ROOT / "results" / "examples").glob("r1-*"))
@@ -167,6 +167,24 @@ def test_a_shown_latency_never_contradicts_the_number(value: float) -> None:
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_a_number_written_reads_back_as_itself(value: float) -> None:
     assert number(repr(value)) == value and number(f" {value!r}\n") == value
+
+
+CELLS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.floats().map(repr),
+    st.text(max_size=6),
+    st.sampled_from(["N/A", "", "1e400", "inf", "nan", "1_000", " 2.5 ", "-0", ".5", "12."]),
+)
+"""Cells a row of figures may hold: numbers as text, Locust's N/A, blanks, and what is not one."""
+
+
+@given(st.lists(CELLS, max_size=8))
+def test_a_row_of_numbers_reads_as_each_cell_does(values: list) -> None:
+    """numbers (the one-pass reading of a row) is number cell by cell, -0.0 and None included."""
+    assert repr(numbers(values)) == repr([number(v) for v in values])
 
 
 def test_the_terminal_the_page_and_the_junit_text_show_a_latency_alike() -> None:

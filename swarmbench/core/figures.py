@@ -43,6 +43,18 @@ def number(value: Any, default: float | None = None) -> float | None:
     return float(text) if _NUMBER.match(text) else default
 
 
+def numbers(values: list[Any]) -> list[float | None]:
+    """[number(v) for v in VALUES], in one pass where every value is the text of a finite number (a
+    CSV row of figures, the common case: reading a run folder converts every cell of every row)."""
+    try:
+        figures = [float(v) for v in values]
+        plain = "_" not in "".join(values)  # TypeError where a value is not text
+    except (TypeError, ValueError):  # a blank, N/A, missing or non-text value: each on its own
+        return [number(v) for v in values]
+    # A non-finite sum: an inf or nan among them (or an overflow): each on its own, as above.
+    return figures if plain and math.isfinite(sum(figures)) else [number(v) for v in values]
+
+
 def count(value: Any) -> int:
     """A count: VALUE as a whole number >= 0; 0 where it is blank or not a number (a cut-off file)."""
     figure = number(value)

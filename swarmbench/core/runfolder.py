@@ -24,15 +24,15 @@ import csv
 import io
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from swarmbench.core import folder as col
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError
-from swarmbench.core.figures import count, number
+from swarmbench.core.figures import count, number, numbers
 from swarmbench.core.manifest import RunManifest
 
 MISSING = "missing"
@@ -98,7 +98,7 @@ def read_table(
 
     (Long on purpose: both error policies, strict and noted, side by side for each way a file can be
     wrong, so that no reader of a run folder has a third.)"""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         with open(path, newline="", encoding="utf-8") as f:
             text = f.read()
@@ -162,7 +162,8 @@ def read_json_object(path: Path, missing_ok: bool = False) -> dict[str, Any] | N
     """PATH's JSON object (run.json, locust_latency_hdr.json): RunFolderError naming the file (and
     the line of invalid JSON); None where it is missing and MISSING_OK."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
     except FileNotFoundError:
         if missing_ok:
             return None
@@ -261,34 +262,53 @@ class ExactRow:
         return (self.type, self.name)
 
 
+STATS_NUMBERS = (col.MEDIAN_RT, col.AVG_RT, col.MIN_RT, col.MAX_RT, col.AVG_SIZE, col.RPS,
+                 col.FAILURES_PER_S, *PERCENTILES.values())  # fmt: skip
+"""The columns of StatsRow's float fields, in the fields' order (median_ms ... p100_ms)."""
+
+EXACT_NUMBERS = tuple(EXACT_COLUMNS.values())
+"""The columns of ExactRow's float fields, in the fields' order (p50_ms ... max_ms)."""
+
+Row = TypeVar("Row", StatsRow, ExactRow)
+
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (StatsRow, ExactRow)}
+"""Each row class's field names, in order (for _frozen_row)."""
+
+
+def _frozen_row(cls: type[Row], *values: Any) -> Row:
+    """cls(*values), the same frozen object, without the dataclass __init__: a frozen one sets each
+    field through object.__setattr__, 8x slower than this, and every reader of a run folder builds
+    a row per line of its CSV files (issue 31: reading is no slower than before RunFolder)."""
+    row = object.__new__(cls)
+    vars(row).update(zip(_FIELDS[cls], values, strict=True))
+    return row
+
+
 def stats_row(row: dict[str, str], line: int) -> StatsRow:
     """A locust_stats.csv row (read_table's) as a StatsRow."""
-    return StatsRow(
-        type=row.get(col.TYPE) or "",
-        name=row.get(col.NAME) or "",
-        requests=count(row.get(col.REQUEST_COUNT)),
-        failures=count(row.get(col.FAILURE_COUNT)),
-        median_ms=number(row.get(col.MEDIAN_RT)),
-        avg_ms=number(row.get(col.AVG_RT)),
-        min_ms=number(row.get(col.MIN_RT)),
-        max_ms=number(row.get(col.MAX_RT)),
-        avg_size=number(row.get(col.AVG_SIZE)),
-        rps=number(row.get(col.RPS)),
-        failures_per_s=number(row.get(col.FAILURES_PER_S)),
-        line=line,
-        **{field: number(row.get(column)) for field, column in PERCENTILES.items()},
+    get = row.get
+    return _frozen_row(  # in StatsRow's field order (STATS_NUMBERS: median_ms ... p100_ms)
+        StatsRow,
+        get(col.TYPE) or "",
+        get(col.NAME) or "",
+        count(get(col.REQUEST_COUNT)),
+        count(get(col.FAILURE_COUNT)),
+        *numbers([get(column) for column in STATS_NUMBERS]),
+        line,
     )
 
 
 def exact_row(row: dict[str, str], line: int) -> ExactRow:
     """A locust_latency_hdr.csv row (read_table's, locust=False) as an ExactRow."""
-    return ExactRow(
-        kind=row.get("kind") or SERVICE,
-        type=row.get("type") or "",
-        name=row.get("name") or "",
-        count=count(row.get("count")),
-        line=line,
-        **{field: number(row.get(column)) for field, column in EXACT_COLUMNS.items()},
+    get = row.get
+    return _frozen_row(  # in ExactRow's field order (EXACT_NUMBERS: p50_ms ... max_ms)
+        ExactRow,
+        get("kind") or SERVICE,
+        get("type") or "",
+        get("name") or "",
+        count(get("count")),
+        *numbers([get(column) for column in EXACT_NUMBERS]),
+        line,
     )
 
 
@@ -324,7 +344,7 @@ class RunFolder:
     @classmethod
     def open(cls, path: str | Path) -> RunFolder:
         """PATH's run. RunFolderError naming the file and line when it is not a readable run folder."""
-        path = Path(path)
+        path = path if isinstance(path, Path) else Path(path)
         stats_path = path / col.STATS_CSV
         if not stats_path.is_file():
             raise RunFolderError(
@@ -339,12 +359,13 @@ class RunFolder:
         stats: dict[tuple[str, str], StatsRow] = {}
         for line, row in table.numbered():
             parsed = stats_row(row, line)
-            if parsed.key in stats:
+            key = (parsed.type, parsed.name)
+            if key in stats:
                 raise RunFolderError(stats_path, f"{parsed.type} {parsed.name!r} a second time", line)
             if number(row.get(col.REQUEST_COUNT)) is None:
                 cell = row.get(col.REQUEST_COUNT)
                 raise RunFolderError(stats_path, f"{col.REQUEST_COUNT} {cell!r} is not a number", line)
-            stats[parsed.key] = parsed
+            stats[key] = parsed
         if not stats:
             raise RunFolderError(stats_path, "no rows", 2)
         return cls(path, stats, data)
