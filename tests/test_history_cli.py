@@ -183,7 +183,7 @@ def test_the_gate_with_too_few_runs_says_how_many_and_passes(tmp_path: Path) -> 
     assert f"(the gate needs {GATE_MIN_RUNS}): no verdict" in res.stderr
     said = (tmp_path / "out" / "compare.txt").read_text()  # a CI job's summary shows it
     assert f"swarmbench compare: {said}" == res.stderr
-    assert sorted(os.listdir(tmp_path / "out")) == ["compare.json", "compare.txt"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["compare.html", "compare.json", "compare.txt"]
     result = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert (result["verdict"], result["comparable_runs"], result["exit_code"]) == (None, GATE_MIN_RUNS - 2, 0)
     assert result["nearest"] is None and result["warning"] == [said.strip()]
@@ -216,7 +216,8 @@ def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path
         "95% for the whole gate" in res.stdout and "would catch (9 times in 10, Aggregated): " in res.stdout
     )
     assert 0.02 < result["detectable"]["p95"] < 0.15 and result["detectable"]["throughput"] < 0
-    assert {p.name for p in (tmp_path / "slow").iterdir()} == {"compare.txt", "compare.json", "junit.xml"}
+    written = {p.name for p in (tmp_path / "slow").iterdir()}
+    assert written == {"compare.txt", "compare.json", "junit.xml", "compare.html"}
 
     env = {**os.environ, "SWARMBENCH_HISTORY": store}
     res = swarmbench("compare", "--history", write_folder(same, folders), "-o", tmp_path / "same", env=env)

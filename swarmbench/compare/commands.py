@@ -241,10 +241,10 @@ def no_verdict(
     required: bool,
 ) -> int:
     """The gate without a verdict: fewer comparable runs than it needs. Said on stderr and kept in
-    OUT/compare.txt (what a CI job's summary shows) and OUT/compare.json. No comparable run at all
-    is a loud warning naming the nearest configuration and what differs (comparability is off:
-    a changed load, host or testbed, or another branch). Exit 0, or 3 with --require-baseline (a
-    gate that must judge: a pull request once main has runs)."""
+    OUT/compare.txt (what a CI job's summary shows), OUT/compare.json and OUT/compare.html (a page
+    saying so). No comparable run at all is a loud warning naming the nearest configuration and
+    what differs (comparability is off: a changed load, host or testbed, or another branch). Exit
+    0, or 3 with --require-baseline (a gate that must judge: a pull request once main has runs)."""
     from swarmbench.compare import trend
 
     run_path = args.baseline or args.candidate
@@ -281,6 +281,7 @@ def no_verdict(
         "nearest": near.to_json() if near else None,
     }
     write_atomic(out / "compare.json", json.dumps(said, indent=2) + "\n")
+    write_atomic(out / "compare.html", report.no_verdict_page(said))
     return code
 
 
@@ -360,18 +361,17 @@ def pooled(a: stats.Side, b: stats.Side) -> dict[str, int]:
 
 
 def write(out: Path, outcome: report.Outcome, g, a, b, fail_on_inconclusive: bool) -> None:
-    """The table printed, and OUT's files; compare.html too when G (the sides' grid) is given: a
-    gate against history has no sides to chart."""
+    """The table printed, and OUT's files, compare.html among them: the sides' charts when G (the
+    sides' grid) is given, else (the gate against history) its baseline runs' (report.gate_page)."""
     text = report.table(outcome)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "compare.txt", text + "\n")
     write_atomic(out / "compare.json", json.dumps(report.to_json(outcome), indent=2) + "\n")
     write_atomic(out / "junit.xml", report.junit(outcome, fail_on_inconclusive))
-    files = ["compare.txt", "compare.json", "junit.xml"]
-    if g is not None:
-        write_atomic(out / "compare.html", report.page(outcome, g, a, b))
-        files.append("compare.html")
+    page = report.page(outcome, g, a, b) if g is not None else report.gate_page(outcome)
+    write_atomic(out / "compare.html", page)
+    files = ["compare.txt", "compare.json", "junit.xml", "compare.html"]
     print(f"-> {out}/ ({', '.join(files)})")
 
 

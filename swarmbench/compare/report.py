@@ -1,11 +1,13 @@
 """A comparison's outcome and every form it takes: the terminal table, compare.json, junit.xml and
-compare.html (pure: strings and bytes, no files).
+compare.html (pure: strings and bytes, no files; commands.py writes them).
 
-A comparison's outcome and its text forms: the terminal table, compare.json, junit.xml. Pure:
-commands.py writes the files.
-
-compare.html: the table, overlaid latency distributions, per-window series of both sides, and
-every difference with its CI. Charts are inline SVG (page/svg.py: no matplotlib, one self-contained file)."""
+compare.html of two sides: the table, overlaid latency distributions, per-window series of both
+sides, and every difference with its CI. compare.html of the gate against history (gate_page): the
+same table of verdicts, what the gate would catch per metric, the baseline runs it used, and per
+metric of Aggregated the baseline runs' values with the candidate and the band; without a verdict
+(no_verdict_page), why and the nearest configuration. Every printed figure goes through one display
+rule (shown, relative, catch) applied to the figure as compare.json holds it. Charts are inline SVG
+(page/svg.py: no matplotlib, one self-contained file)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,15 @@ import numpy as np
 from swarmbench.compare.sides import Difference as SettingDifference
 from swarmbench.compare.sides import Names
 from swarmbench.compare.stats import METHOD, PERCENTILES, Difference, Grid, Side, percentiles_of
-from swarmbench.core.checks import AGGREGATED, INCONCLUSIVE, REGRESSED, VERDICTS, band, verdict
+from swarmbench.core.checks import (
+    AGGREGATED,
+    HIGHER_IS_WORSE,
+    INCONCLUSIVE,
+    REGRESSED,
+    VERDICTS,
+    band,
+    verdict,
+)
 from swarmbench.core.junit import Case, junit_xml
 from swarmbench.page import skeleton, svg
 
@@ -54,6 +64,7 @@ class Outcome:
     method: str = METHOD  # the gate against history has its own (compare/trend.py GATE_METHOD)
     detectable: dict[str, float] = field(default_factory=dict)  # the gate: metric -> change it would catch
     ci_note: str = ""  # the gate: its CIs' levels (each row's share of the whole gate's), for the header
+    history: dict = field(default_factory=dict)  # the gate: the baseline runs it used (trend.gate_outcome)
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -69,9 +80,12 @@ def rows(found: dict[str, dict[str, Difference]], min_effect: float) -> list[Row
     ]
 
 
-def shown(metric: str, value: float) -> str:
-    """VALUE in the metric's display unit (error rate as a percentage)."""
-    if math.isnan(value):
+def shown(metric: str, value: float | None) -> str:
+    """VALUE in the metric's display unit (error rate as a percentage): the one display rule of every
+    figure the table, junit.xml and compare.html print, applied to the figure as compare.json holds it
+    (_num: 6 decimals), so no printed figure rounds differently from its JSON number."""
+    value = _num(value)
+    if value is None:
         return "-"
     return (
         f"{value * 100:.2f}" if metric == "error_rate" else f"{value:.3f}" if value < 100 else f"{value:.1f}"
@@ -79,8 +93,9 @@ def shown(metric: str, value: float) -> str:
 
 
 def relative(d: Difference) -> str:
-    rel = d.relative
-    return "-" if rel is None or math.isnan(rel) else f"{rel:+.1%}"
+    """The relative change as printed (compare.json's `relative`, as a signed percentage)."""
+    rel = _num(d.relative)
+    return "-" if rel is None else f"{rel:+.1%}"
 
 
 def table(outcome: Outcome) -> str:
@@ -145,19 +160,24 @@ def header(outcome: Outcome) -> list[str]:
 def catches(outcome: Outcome) -> str:
     """The gate's power in one line: per metric (Aggregated), the change it calls `regressed` 9 times
     in 10 at its runs and noise (compare/history_stats.py detectable)."""
-    said = []
-    for m, v in outcome.detectable.items():
-        if math.isnan(v):
-            said.append(f"{m} ?")
-        elif m == "error_rate":
-            said.append(f"{m} ≥ {v * 100:+.2f} pp")
-        else:
-            said.append(f"{m} {'≤' if v < 0 else '≥'} {v:+.1%}")
-    return "would catch (9 times in 10, Aggregated): " + ", ".join(said)
+    said = ", ".join(f"{m} {catch(m, v)}" for m, v in outcome.detectable.items())
+    return "would catch (9 times in 10, Aggregated): " + said
 
 
-def _num(value: float) -> float | None:
-    return None if value is None or math.isnan(value) else round(value, 6)
+def catch(metric: str, value: float) -> str:
+    """The change METRIC's rows would catch (compare.json's `detectable`, by the display rule): a
+    relative change, signed (throughput's is a fall), or the error rate's rise in points."""
+    v = _num(value)
+    if v is None:
+        return "?"
+    if metric == "error_rate":
+        return f"≥ {v * 100:+.2f} pp"
+    return f"{'≤' if v < 0 else '≥'} {v:+.1%}"
+
+
+def _num(value: float | None) -> float | None:
+    """A figure as compare.json holds it: 6 decimals; None for none (NaN, infinite)."""
+    return None if value is None or not math.isfinite(value) else round(value, 6)
 
 
 def to_json(outcome: Outcome) -> dict:
@@ -173,6 +193,7 @@ def to_json(outcome: Outcome) -> dict:
         },
         "rounded": outcome.rounded,
         **({"detectable": {m: _num(v) for m, v in outcome.detectable.items()}} if outcome.detectable else {}),
+        **({"history": history_json(outcome.history)} if outcome.history else {}),
         "settings_differ": [s.__dict__ for s in outcome.settings],
         "names_only_in_baseline": outcome.names.baseline_only,
         "names_only_in_candidate": outcome.names.candidate_only,
@@ -194,6 +215,16 @@ def to_json(outcome: Outcome) -> dict:
             for r in outcome.rows
         ],
     }
+
+
+def history_json(history: dict) -> dict:
+    """The gate's baseline (Outcome.history) as compare.json holds it: Aggregated's values to 6
+    decimals, as every figure."""
+    drawn = {
+        m: {side: [_num(v) for v in values] for side, values in d.items()}
+        for m, d in history.get("aggregated", {}).items()
+    }
+    return {**history, "aggregated": drawn}
 
 
 def junit(outcome: Outcome, fail_on_inconclusive: bool = False) -> bytes:
@@ -264,18 +295,23 @@ def differences_chart(outcome: Outcome) -> str:
     )
 
 
-PAGE_CSS = ".regressed{background:#f8d0d0} .improved{background:#d0f0d0} .inconclusive{background:#fff3c0}"
-"""compare.html's own rules, after page/skeleton.py's shared ones: each verdict's row colour."""
+PAGE_CSS = """
+.regressed{background:#f8d0d0} .improved{background:#d0f0d0} .inconclusive{background:#fff3c0}
+ul.power{font-size:1.1em}
+"""
+"""compare.html's own rules, after page/skeleton.py's shared ones: each verdict's row colour, the
+gate's power list."""
+
+PERCENTILES_NOTE = (
+    f"Percentiles: {', '.join(f'p{p:g}' for p in PERCENTILES.values())} of the service time, merged exact "
+    "histograms; throughput in requests/s over the runs' full 1 s windows; error rate as %."
+)
+"""What the A/B page's figures are, under its charts."""
 
 
-def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
-    sides = {"baseline": baseline, "candidate": candidate}
-    charts = [
-        ("Latency distributions", distribution_chart(grid, sides) if AGGREGATED in grid.columns else None),
-        ("Per-window series", windows_chart(grid, sides) if AGGREGATED in grid.columns else None),
-        ("Differences", differences_chart(outcome)),
-    ]
-    images = "\n".join(f"<h2>{title}</h2><figure>{chart}</figure>" for title, chart in charts if chart)
+def verdict_table(outcome: Outcome) -> str:
+    """The verdicts as an HTML table (id `verdicts`), one row per name and metric, coloured by verdict:
+    the A/B page's and the gate's. Every figure by the display rule (shown, relative)."""
     rows = "\n".join(
         f"<tr class='{r.verdict.replace(' ', '-')}'><td>{html.escape(r.name)}</td><td>{r.metric}</td>"
         f"<td>{shown(r.metric, r.d.baseline)}</td><td>{shown(r.metric, r.d.candidate)}</td>"
@@ -283,11 +319,174 @@ def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
         f"<td>{r.verdict}</td></tr>"
         for r in outcome.rows
     )
-    power = f"\n<p>{html.escape(catches(outcome))}</p>" if outcome.detectable else ""  # the gate's
-    body = f"""<h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>{power}
-<table><tr><th>name</th><th>metric</th><th>baseline</th><th>candidate</th><th>CI of the difference</th>
-<th>change</th><th>verdict</th></tr>{rows}</table>
+    return f"""<table id="verdicts"><tr><th>name</th><th>metric</th><th>baseline</th><th>candidate</th>
+<th>CI of the difference</th><th>change</th><th>verdict</th></tr>{rows}</table>"""
+
+
+def power_html(outcome: Outcome) -> str:
+    """The gate's power (Outcome.detectable) as a list, one metric a line: `p95: would catch ≥ +7.1%`;
+    empty for a comparison of two sides (it has none)."""
+    if not outcome.detectable:
+        return ""
+    items = "".join(
+        f"<li>{m}: would catch {html.escape(catch(m, v))}</li>" for m, v in outcome.detectable.items()
+    )
+    runs, past = len(outcome.candidate), outcome.history.get("runs", "?")
+    return (
+        f"<h2>What it would catch</h2><p>The change a metric of Aggregated must show for {runs} new "
+        f"run(s) to be called <b>regressed</b> 9 times in 10, at this baseline's {past} runs and noise "
+        f"(the ±{outcome.options['min_effect']:.0%} band included):</p>"
+        f'<ul class="power" id="power">{items}</ul>'
+    )
+
+
+def page(outcome: Outcome, grid: Grid, baseline: Side, candidate: Side) -> str:
+    """compare.html of two sides: the table, the verdicts, the distributions, the per-window series and
+    the differences with their CIs."""
+    sides = {"baseline": baseline, "candidate": candidate}
+    charts = [
+        ("Latency distributions", distribution_chart(grid, sides) if AGGREGATED in grid.columns else None),
+        ("Per-window series", windows_chart(grid, sides) if AGGREGATED in grid.columns else None),
+        ("Differences", differences_chart(outcome)),
+    ]
+    images = "\n".join(f"<h2>{title}</h2><figure>{chart}</figure>" for title, chart in charts if chart)
+    body = f"""<h1>Did it get slower?</h1><pre>{html.escape(table(outcome))}</pre>{power_html(outcome)}
+{verdict_table(outcome)}
 {images}
-<p>Percentiles: {", ".join(f"p{p:g}" for p in PERCENTILES.values())} of the service time, merged exact
-histograms; throughput in requests/s over the runs' full 1 s windows; error rate as %.</p>"""
+<p>{PERCENTILES_NOTE}</p>"""
     return skeleton.document("swarmbench compare", body, css=PAGE_CSS)
+
+
+# --- compare.html of the gate against history ---------------------------------------------------------
+
+GATE_COLOURS = {"runs": COLOURS["baseline"], "candidate": "#c44e52", "level": "#333333",
+                "band": "#55a868", "edge": "#dd8452"}  # fmt: skip
+"""The gate's charts: the baseline runs, the candidate, the level, the ±min-effect band and the value
+beyond which the candidate reads regressed."""
+
+
+def baseline_table(outcome: Outcome) -> str:
+    """The baseline runs the gate used (Outcome.history) as a table (id `baseline`)."""
+    h = outcome.history
+    rows = [
+        ("history", f"{h['store']}, branch {h['branch']}"),
+        ("baseline runs", f"{h['runs']} (the last {h['runs']} of {h['comparable_runs']} comparable runs)"),
+        ("first", f"{h['first']['run_id']} ({h['first']['started_at']})"),
+        ("last", f"{h['last']['run_id']} ({h['last']['started_at']})"),
+        ("outlier runs left out", str(h["left_out"])),
+        ("accepted change it starts at", h["accepted_from"] or "none"),
+        ("candidate", ", ".join(outcome.candidate)),
+    ]
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f'<table id="baseline">{cells}</table>'
+
+
+def regressed_beyond(metric: str, d: Difference, band_width: float) -> float:
+    """The candidate's value (geometric mean of its runs) at which its CI's near end would just reach
+    the band, the CI's width kept: beyond it the row reads regressed. From the row's own figures:
+    the gate's log-scale CI moves with the candidate (low = c·e^(-h) - b), so for a latency
+    c* = (b + band)·c / (b + low), for throughput c* = (b - band)·c / (b + high). NaN for the error
+    rate (a count interval: its width changes with the rate) or without a CI."""
+    b, c = d.baseline, d.candidate
+    if metric == "error_rate" or not all(math.isfinite(v) for v in (b, c, d.low, d.high)):
+        return math.nan
+    if HIGHER_IS_WORSE[metric]:
+        return (b + band_width) * c / (b + d.low) if b + d.low > 0 else math.nan
+    return (b - band_width) * c / (b + d.high) if b + d.high > 0 else math.nan
+
+
+def baseline_chart(outcome: Outcome, metric: str) -> str | None:
+    """Aggregated's METRIC over the baseline runs (oldest first, outliers included), the candidate's
+    runs after them, the baseline level with its ±min-effect band and the value beyond which the
+    candidate reads regressed; in the metric's display unit. None without the figures."""
+    drawn = outcome.history.get("aggregated", {}).get(metric)
+    row = next((r for r in outcome.rows if r.name == AGGREGATED and r.metric == metric), None)
+    if drawn is None or row is None:
+        return None
+    scale = 100.0 if metric == "error_rate" else 1.0
+    runs = [v * scale if v is not None else math.nan for v in (_num(x) for x in drawn["runs"])]
+    new = [v * scale if v is not None else math.nan for v in (_num(x) for x in drawn["candidate"])]
+    n = len(runs)
+    level, width = row.d.baseline * scale, row.band * scale
+    edge = regressed_beyond(metric, row.d, row.band) * scale
+    band = outcome.options["min_effect"]
+    marks = [(float(t), str(int(t))) for t in svg.ticks(1, max(n, 2), False) if t >= 1 and t == int(t)]
+    return svg.lines(
+        [
+            svg.Line(range(1, n + 1), runs, GATE_COLOURS["runs"], "baseline runs", dots=True),
+            svg.Line(range(n + 1, n + 1 + len(new)), new, GATE_COLOURS["candidate"], "candidate", dots=True,
+                     width=0),
+        ],
+        f"{AGGREGATED} {metric}: the candidate against its baseline runs",
+        "baseline run (1 = oldest), then the candidate",
+        f"{metric} ({UNITS[metric]})",
+        xticks=[*marks, (float(n + 1), "new")],
+        hlines=[
+            (level, GATE_COLOURS["level"], "baseline level"),
+            (level + width, GATE_COLOURS["band"], f"band +{band:.0%}"),
+            *([(level - width, GATE_COLOURS["band"], f"band -{band:.0%}")] if level >= width else []),
+            (edge, GATE_COLOURS["edge"], "regressed beyond"),
+        ],
+        xlim=(0.5, n + len(new) + 0.5),
+    )  # fmt: skip
+
+
+def gate_page(outcome: Outcome) -> str:
+    """compare.html of the gate against history: the table and its verdicts (as the A/B page's), what
+    it would catch per metric, the baseline runs it used, and per metric of Aggregated its baseline
+    runs' values with the candidate, the level and the band. Every figure as compare.json's."""
+    charts = [(m, baseline_chart(outcome, m)) for m in outcome.options["metrics"]]
+    images = "\n".join(f"<figure>{chart}</figure>" for _, chart in charts if chart)
+    band = f"{outcome.options['min_effect']:.0%}"
+    body = f"""<h1>Did it get slower? The gate against history</h1>
+<pre>{html.escape(table(outcome))}</pre>
+{verdict_table(outcome)}
+{power_html(outcome)}
+<h2>Baseline runs</h2>{baseline_table(outcome)}
+<h2>{AGGREGATED} against its baseline runs</h2>
+<p class="muted">Each dot a baseline run (outliers included, though the level leaves them out), the
+candidate last; the dashed lines: the baseline level (geometric mean), the ±{band} band
+around it, and the value beyond which the candidate reads regressed (its CI clears the band).</p>
+{images}
+<p class="muted">Method: {html.escape(outcome.method)}.</p>"""
+    return skeleton.document("swarmbench compare --history", body, css=PAGE_CSS)
+
+
+def no_verdict_page(said: dict) -> str:
+    """compare.html of a gate without a verdict (SAID: its compare.json): why, the runs it found
+    against those it needs, the candidate's identity, and with no comparable run at all the nearest
+    configuration and what differs."""
+    why = "too few comparable runs" if said["comparable_runs"] else "no comparable run"
+    facts = [
+        ("history", f"{said['history']}, branch {said['branch']}"),
+        ("candidate", ", ".join(said["candidate"])),
+        ("comparable runs", str(said["comparable_runs"])),
+        ("the gate needs", str(said["gate_needs"])),
+        ("exit code", str(said["exit_code"]) + (" (--require-baseline)" if said["require_baseline"] else "")),
+        *((k, str(v or "-")) for k, v in said["identity"].items()),
+    ]
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts)
+    parts = [
+        f"<h1>No verdict: {why}</h1>",
+        *(f'<p class="warn">{html.escape(line)}</p>' for line in said["warning"]),
+        f'<table id="gate">{cells}</table>',
+    ]
+    near = said.get("nearest")
+    if near:
+        diff = "".join(
+            f"<tr><td>{html.escape(d['field'])}</td><td>{html.escape(str(d['candidate']))}</td>"
+            f"<td>{html.escape(str(d['history']))}</td></tr>"
+            for d in near["differences"]
+        )
+        parts.append(
+            f"<h2>The nearest configuration</h2><p>{near['runs']} run(s) of branch "
+            f"{html.escape(str(near['branch']))} on {html.escape(near['host'] or '-')}, testbed "
+            f"{html.escape(near['testbed'])}, load <code>{html.escape(near['fingerprint'])}</code>.</p>"
+            + (
+                f'<table id="nearest"><tr><th>differs in</th><th>this run</th><th>the history</th></tr>{diff}'
+                "</table>"
+                if diff
+                else "<p>The same configuration, but none is a complete run before this one.</p>"
+            )
+        )
+    return skeleton.document("swarmbench compare --history: no verdict", "\n".join(parts), css=PAGE_CSS)

@@ -777,9 +777,10 @@ def gate_outcome(
     since = starts[-1] if starts else None
     by_name, names = _candidate_names(series, runs, wanted)
     alphas = history_stats.row_alphas(names.common, metrics, 1 - confidence)
-    found, noise, power, left_out = _differences(series, window, since, by_name, names.common, metrics,
-                                                 alphas, min_effect)  # fmt: skip
+    found, noise, power, left_out, drawn = _differences(series, window, since, by_name, names.common,
+                                                        metrics, alphas, min_effect)  # fmt: skip
     accepted_at = f", from {series.runs[window[since]].run_id} (accepted)" if since is not None else ""
+    used = [series.runs[i] for i in window]
     outcome = Outcome(
         baseline=[series.runs[i].run_id for i in window],
         candidate=[r.run_id for r in runs],
@@ -804,6 +805,17 @@ def gate_outcome(
         ci_note=f"{confidence:.0%} for the whole gate (each row's CI at "
         + " or ".join(f"{1 - 2 * a:.2%}" for a in sorted(set(alphas.values()), reverse=True))
         + ")",
+        history={
+            "store": store.where,
+            "branch": branch,
+            "comparable_runs": len(keep),
+            "runs": len(window),
+            "first": {"run_id": used[0].run_id, "started_at": used[0].started_at},
+            "last": {"run_id": used[-1].run_id, "started_at": used[-1].started_at},
+            "left_out": left_out,
+            "accepted_from": used[since].run_id if since is not None else None,
+            "aggregated": drawn,
+        },
     )
     return outcome, len(keep)
 
@@ -853,15 +865,17 @@ def _differences(
     metrics: Sequence[str],
     alphas: dict[tuple[str, str], float],
     min_effect: float,
-) -> tuple[dict[str, dict[str, Difference]], dict[str, float], dict[str, float], int]:
+) -> tuple[dict[str, dict[str, Difference]], dict[str, float], dict[str, float], int, dict[str, dict]]:
     """Per metric and name (COMMON's order): the candidates' difference from the baseline runs (the
     WINDOW runs of SERIES; SINCE: where the accepted level starts in it), at the row's ALPHAS;
     Aggregated's learned run-to-run noise (relative SD) and the change it would catch per metric
     (history_stats.detectable); the outlier runs Aggregated's levels left out (the most of any
-    metric)."""
+    metric); Aggregated's values per metric, {"runs": the baseline runs', "candidate": the new
+    runs'} (what compare.html draws)."""
     found: dict[str, dict[str, Difference]] = {m: {} for m in metrics}
     noise: dict[str, float] = {}
     power: dict[str, float] = {}
+    drawn: dict[str, dict] = {}
     left_out = 0
     for key, per in series.values.items():
         if key[1] not in common or key not in by_name:
@@ -869,6 +883,11 @@ def _differences(
         kept = {m: np.asarray(v, dtype=float)[window] for m, v in per.items()}
         new = by_name[key]
         for metric in metrics:
+            if key[1] == AGGREGATED:
+                drawn[metric] = {
+                    "runs": [float(v) for v in metric_values(kept, metric)],
+                    "candidate": [run_value(s, metric) for s in new],
+                }
             alpha = alphas[(key[1], metric)]
             if metric == "error_rate":
                 base = _pooled_counts(kept, since)
@@ -889,7 +908,7 @@ def _differences(
                 power[metric] = history_stats.detectable(lv, len(new), alpha, min_effect, worse)
                 left_out = max(left_out, lv.left_out)
     found = {m: {name: found[m][name] for name in common if name in found[m]} for m in metrics}
-    return found, noise, power, left_out
+    return found, noise, power, left_out, drawn
 
 
 def _pooled_counts(kept: dict[str, np.ndarray], since: int | None) -> tuple[int, int]:

@@ -55,6 +55,7 @@ class Line:
     step: bool = False  # a step function (a CDF): flat until the next x
     right: bool = False  # on the second (right-hand) axis
     width: float = 1.3
+    dots: bool = False  # a dot at each point too (single runs: a line of one point draws nothing)
 
 
 def floats(values: Iterable[float]) -> list[float]:
@@ -199,6 +200,11 @@ def lines(
             f'<polyline points="{_points([p[0] for p in keep], [p[1] for p in keep], s.step)}" fill="none" '
             f'stroke="{s.colour}" stroke-width="{s.width}"{dash}>{tip}</polyline>'
         )
+        if s.dots:
+            body += [
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{s.colour}">{tip}</circle>'
+                for px, py in keep
+            ]
         if s.label:
             legend.append((s.colour, dash, s.label + (" (right)" if has_right and s.right else "")))
     body += _legend(legend, x1 + (RIGHT_AXIS if has_right else 0) + 10, y0)
