@@ -91,6 +91,18 @@ def add_paths(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="run folder(s) or folder(s) holding run folders")
 
 
+def add_load(p: argparse.ArgumentParser) -> None:
+    """--load KEY=VALUE (repeated): the load of run folders without run.json (history/commands.py
+    given_load reads it): `history add|import`'s and `compare --history`'s candidate's."""
+    p.add_argument(
+        "--load",
+        action="append",
+        metavar="KEY=VALUE",
+        help="the load of run folders without run.json (refused without it), one key each time: "
+        "users=50, user_classes=A,B, run_time=60, ... (docs/history.md)",
+    )
+
+
 def add_history(p: argparse.ArgumentParser, optional_value: bool = False) -> None:
     """--history STORE: a SQLite file or a postgresql:// URL (default SWARMBENCH_HISTORY, else
     results/history.sqlite). OPTIONAL_VALUE: `compare --history [STORE] RUN`."""
@@ -299,6 +311,7 @@ def compare_parser(sub) -> argparse.ArgumentParser:
     )
     add_history(p, optional_value=True)
     p.add_argument("--branch", default="main", help="with --history: the branch whose runs are the baseline")
+    add_load(p)
     p.add_argument(
         "--require-baseline",
         action="store_true",
@@ -390,13 +403,7 @@ def _history(sub) -> None:
             "--testbed",
             help="the machine's name (default: each run.json's, else this machine's CPU and count)",
         )
-        a.add_argument(
-            "--load",
-            action="append",
-            metavar="KEY=VALUE",
-            help="the load of run folders without run.json (refused without it), one key each time: "
-            "users=50, user_classes=A,B, run_time=60, ... (docs/history.md)",
-        )
+        add_load(a)
         add_history(a)
     a = actions.add_parser(
         "accept", help="accept the new level a run starts (the trend's check stops calling it open)"

@@ -7,17 +7,33 @@ Bad input: one line, exit 2, nothing written."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import sqlite3
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from harness import FIXTURES, assert_one_line_error, swarmbench
-from history_runs import EXAMPLES, REPEAT_1, at_mean, folders_under, history, scaled, stored, write_folder
+from history_runs import (
+    EXAMPLES,
+    REPEAT_1,
+    at_mean,
+    base_run,
+    folders_under,
+    history,
+    noisy,
+    scaled,
+    stored,
+    write_folder,
+)
 
 from swarmbench.compare.trend import GATE_METHOD, GATE_MIN_RUNS
 from swarmbench.core.checks import AGGREGATED, REGRESSED
+from swarmbench.history import read_run
+from swarmbench.history.commands import given_load as cli_load
 
 LIST_KEYS = {"run_id", "started_at", "git_commit", "branch", "host", "testbed", "fingerprint", "precision",
              "status"}  # fmt: skip
@@ -224,6 +240,37 @@ def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path
     assert res.returncode == 0, res.stdout + res.stderr
     result = json.loads((tmp_path / "same" / "compare.json").read_text())
     assert result["verdicts"]["regressed"] == 0 and result["candidate"] == ["new"]
+
+
+def test_the_gate_takes_the_load_of_a_candidate_without_run_json(tmp_path: Path) -> None:
+    """A candidate folder without run.json (plain Locust's) is gated with --load, as `history add`
+    takes one: its load is the one given (the same parser), so it meets the history's runs of that
+    load; without --load, or with a key that is no load key, one line, exit 2, nothing written."""
+    folder = write_folder(scaled(base_run(), 0, {}, run_id="plain"), tmp_path / "runs")
+    (folder / "run.json").unlink()
+    given = ["--load", "users=8", "--load", "user_classes=AlbumsUser", "--load", "run_time=20s"]
+    plain = read_run(folder, load=cli_load(given[1::2]))  # what the gate reads: its identity and start
+    start = datetime.fromisoformat(plain.started_at.replace("Z", "+00:00")) - timedelta(days=1)
+    rng = np.random.default_rng(3)
+    past = [scaled(dataclasses.replace(plain, branch="main"), i, noisy(plain, rng, 0.01), first=start)
+            for i in range(8)]  # fmt: skip
+    store = stored(tmp_path / "h.sqlite", past)
+
+    res = swarmbench("compare", "--history", store, folder, *given, "-o", tmp_path / "gate")
+    assert res.returncode in (0, 3), res.stdout + res.stderr
+    result = json.loads((tmp_path / "gate" / "compare.json").read_text())
+    assert result["baseline"] == [r.run_id for r in past] and result["candidate"] == ["plain"]
+    assert result["history"]["runs"] == 8 and (tmp_path / "gate" / "compare.html").is_file()
+
+    without = swarmbench("compare", "--history", store, folder, "-o", tmp_path / "no-load")
+    assert_one_line_error(
+        without, f"{folder}: no run.json, so its load is unknown; give it: --load", prog="swarmbench"
+    )
+    bad = swarmbench("compare", "--history", store, folder, "--load", "colour=red", "-o", tmp_path / "bad")
+    assert_one_line_error(bad, "--load: 'colour' is not a load key", prog="swarmbench")
+    ab = swarmbench("compare", REPEAT_1, folder, "--load", "users=8", "-o", tmp_path / "ab")
+    assert_one_line_error(ab, "--load: only with --history", prog="swarmbench")
+    assert not any((tmp_path / d).exists() for d in ("no-load", "bad", "ab"))
 
 
 @pytest.mark.parametrize(

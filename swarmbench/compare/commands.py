@@ -127,6 +127,10 @@ def compare_command(args: argparse.Namespace) -> int:
             return calibrate(args.calibrate, args.seed)
         if args.history is not None:
             return gate(args, opts)
+        if getattr(args, "load", None):
+            raise UsageError(
+                "--load: only with --history (the candidate's load; two sides' loads are in their run.json)"
+            )
         return compare(args, opts, seen)
     except InputError as e:
         raise UsageError(str(e)) from None
@@ -194,18 +198,19 @@ def gate(args: argparse.Namespace, opts: dict) -> int:
     """`swarmbench compare --history [STORE] RUN`: RUN (a run folder, or a folder of repeats)
     against the history's comparable runs (compare/trend.py gate_outcome); the same table, verdicts,
     files and exit codes as a comparison, the gate's method in its header. Too few comparable runs:
-    no_verdict."""
+    no_verdict. --load KEY=VALUE: the load of a RUN without run.json (`history add`'s option)."""
     from swarmbench.compare import trend
-    from swarmbench.history.commands import opened, store_spec
+    from swarmbench.history.commands import given_load, opened, store_spec
     from swarmbench.history.record import FolderError, read_run
 
     run_path = args.baseline or args.candidate
     if run_path is None or (args.baseline and args.candidate):
         raise UsageError("--history takes one RUN (a run folder or a folder of repeats), the candidate")
     required = require_baseline(args)
+    load = given_load(getattr(args, "load", None))  # a candidate without run.json (as `history add`)
     out = out_dir(args.out, [run_path])
     try:
-        runs = [read_run(folder) for folder in sides.run_folders(run_path)]
+        runs = [read_run(folder, load=load) for folder in sides.run_folders(run_path)]
     except FolderError as e:
         raise UsageError(str(e)) from None
     near = None
