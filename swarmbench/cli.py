@@ -643,7 +643,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if not args.no_report and not args.dry_run:
         require("analysis", "the sweep's report (--no-report skips it)")
     record = None if args.dry_run else recording(args)
-    return sweep.run_sweep(chosen, env, report=not args.no_report, dry_run=args.dry_run, record=record)
+    named = bool(args.sweep_id or env.get("SWEEP_ID"))  # else the default id, taken exclusively
+    return sweep.run_sweep(
+        chosen, env, report=not args.no_report, dry_run=args.dry_run, record=record, named=named
+    )
 
 
 def _run_knee(args: argparse.Namespace) -> int:

@@ -100,6 +100,23 @@ def create_run_dir(results_dir: str | Path, run_id: str, explicit: bool) -> Path
             candidate = root / f"{run_id}-{n}"
 
 
+RESERVED_DIR = "ids"
+"""Under a results folder's LOGS_DIR: one empty folder per generated run id that another process
+creates the run folder of later (reserve_run_id)."""
+
+
+def reserve_run_id(results_dir: str | Path, run_id: str) -> str:
+    """A generated RUN_ID for a run folder another process creates later (the plugin, in a container
+    or a process of its own, refuses an id whose folder exists): taken exclusively as create_run_dir
+    takes a folder, under RESULTS_DIR/LOGS_DIR/RESERVED_DIR, with a -2, -3, ... suffix where another
+    invocation reserved it first (two started in the same second) or a run folder has that name."""
+    root = Path(results_dir)
+    while True:
+        taken = create_run_dir(root / LOGS_DIR / RESERVED_DIR, run_id, explicit=False).name
+        if not (root / taken).exists():
+            return taken
+
+
 def write_json_atomic(path: Path, data: dict) -> None:
     """DATA as PATH's JSON (indented, a final newline), replaced whole (core/atomic.py): a reader sees
     the old file or the new, never half."""

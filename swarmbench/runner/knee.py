@@ -5,9 +5,10 @@ Closed model (STEP_USERS): users rise START, START+STEP, ... up to MAX, SECONDS 
 arrival rate rises START, START+STEP, ... up to MAX iterations/s (core/loadspec.py), run by a pool
 of LOCUST_USERS users, and the knee is the highest rate held (analysis/openmodel.py; the report gets
 KNEE_P99_MS as --knee-p99-ms).
-The run lasts exactly the steps (plus a few seconds), its folder is results/knee-<UTC time>/ unless
-LOCUST_RUN_ID says otherwise, and `python -m analysis report` writes <run>/analysis/. The exit code
-is the run's. --local (LOCAL=1) runs the Go target, a master and WORKERS workers as local processes.
+The run lasts exactly the steps (plus a few seconds), its folder is results/knee-<UTC time>/ (-2,
+-3, ... for a second knee started in the same second) unless LOCUST_RUN_ID says otherwise, and
+`python -m analysis report` writes <run>/analysis/. The exit code is the run's. --local (LOCAL=1)
+runs the Go target, a master and WORKERS workers as local processes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 
 from swarmbench.core import exits
 from swarmbench.core.exits import UsageError
+from swarmbench.core.folder import reserve_run_id
 from swarmbench.core.loadspec import STRONG, parse_step_rates, parse_step_users
 from swarmbench.core.sweepstate import SweepPoint
 from swarmbench.runner import compose, settings
@@ -92,6 +94,10 @@ def run_knee(
     environ: Mapping[str, str], steps: str | None = None, rates: str | None = None, local: bool = False
 ) -> int:
     env = knee_env(environ, steps, rates)
+    if not environ.get("LOCUST_RUN_ID"):
+        # The default knee-<UTC second>, reserved: a second knee started in the same second gets
+        # knee-...Z-2 (the plugin refuses a run id whose folder exists).
+        env["LOCUST_RUN_ID"] = reserve_run_id(results_dir(env), env["LOCUST_RUN_ID"])
     bound = knee_bound(env) if env.get("LOCUST_ARRIVAL_RATE") else None  # open model: the report's knee bound
     local = local or settings.flag(env, "LOCAL")
     shown = verbose(None, env)  # SWARMBENCH_VERBOSE: the run's own output as well as its progress line

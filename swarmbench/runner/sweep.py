@@ -30,12 +30,13 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from swarmbench.core import bottleneck, cmdline, exits
 from swarmbench.core.exits import UsageError
-from swarmbench.core.folder import ABORTED_DIR, LIVE_JSON, LOGS_DIR, REPORT_DIR, utc_iso
+from swarmbench.core.folder import ABORTED_DIR, LIVE_JSON, LOGS_DIR, REPORT_DIR, create_run_dir, utc_iso
 from swarmbench.core.live import read_live
 from swarmbench.core.loadspec import holds, parse_arrival_rate
 from swarmbench.runner import settings as S
@@ -171,14 +172,20 @@ def run_sweep(
     report: bool = True,
     dry_run: bool = False,
     record: str | None = None,
+    named: bool = True,
 ) -> int:
-    """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted.
+    """Run (or resume) the sweep. 0 all points done, 1 some failed, 130 interrupted. NAMED: the
+    sweep id was given (SWEEP_ID, --sweep-id: resumed when it exists); else it is the default
+    sweep-<UTC second>, taken exclusively as run folders are: a second sweep started in the same
+    second gets sweep-...Z-2, never the first one's folder (which it would resume).
 
     (Long on purpose: setup, the point loop and its one `finally` that records the sweep's state
     must stay together, so an interruption anywhere still writes sweep.json.)"""
     env = dict(environ)
     bound = knee_bound(env) if s.arrival_rate else None  # a bad KNEE_P99_MS fails now, not at the report
     root = results_dir(env)
+    if not named and not dry_run:
+        s = replace(s, sweep_id=create_run_dir(root, s.sweep_id, explicit=False).name)
     sweep_dir = root / s.sweep_id
     points = load_state(sweep_dir, s) if sweep_dir.exists() else plan(s)
     todo = [p for p in points if p.status != "done"]
