@@ -43,8 +43,8 @@ import numpy as np
 from swarmbench.compare.history_stats import wilson
 from swarmbench.compare.trend import gate_outcome
 from swarmbench.core.checks import AGGREGATED, REGRESSED
+from swarmbench.core.folder import utc_iso as iso
 from swarmbench.history import NameStats, RunData, open_store, read_run
-from swarmbench.history.record import iso
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "tests" / "fixtures" / "exact" / "repeat-1"

@@ -42,8 +42,8 @@ import numpy as np
 
 from swarmbench.compare import triage
 from swarmbench.compare.trend import TREND_METRICS, trend_json
+from swarmbench.core.folder import utc_iso as iso
 from swarmbench.history import NameStats, RunData, open_store, read_run
-from swarmbench.history.record import iso
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

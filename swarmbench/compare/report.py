@@ -411,6 +411,15 @@ def baseline_chart(outcome: Outcome, metric: str) -> str | None:
     edge = regressed_beyond(metric, row.d, row.band) * scale
     band = outcome.options["min_effect"]
     marks = [(float(t), str(int(t))) for t in svg.ticks(1, max(n, 2), False) if t >= 1 and t == int(t)]
+    lines = [
+        (level, GATE_COLOURS["level"], "baseline level"),
+        (level + width, GATE_COLOURS["band"], f"band +{band:.0%}"),
+        *([(level - width, GATE_COLOURS["band"], f"band -{band:.0%}")] if level >= width else []),
+        (edge, GATE_COLOURS["edge"], "regressed beyond"),
+    ]
+    shown_values = [v for v in [*runs, *new, *(h[0] for h in lines)] if math.isfinite(v)]
+    low = min(shown_values, default=0.0)
+    floor = max(0.0, low - 0.04 * (max(shown_values, default=1.0) - low))  # the lowest line off the frame
     return svg.lines(
         [
             svg.Line(range(1, n + 1), runs, GATE_COLOURS["runs"], "baseline runs", dots=True),
@@ -421,12 +430,8 @@ def baseline_chart(outcome: Outcome, metric: str) -> str | None:
         "baseline run (1 = oldest), then the candidate",
         f"{metric} ({UNITS[metric]})",
         xticks=[*marks, (float(n + 1), "new")],
-        hlines=[
-            (level, GATE_COLOURS["level"], "baseline level"),
-            (level + width, GATE_COLOURS["band"], f"band +{band:.0%}"),
-            *([(level - width, GATE_COLOURS["band"], f"band -{band:.0%}")] if level >= width else []),
-            (edge, GATE_COLOURS["edge"], "regressed beyond"),
-        ],
+        hlines=lines,
+        ymin=floor if low > 0 else None,
         xlim=(0.5, n + len(new) + 0.5),
     )  # fmt: skip
 
