@@ -805,19 +805,29 @@ def gate_outcome(
         ci_note=f"{confidence:.0%} for the whole gate (each row's CI at "
         + " or ".join(f"{1 - 2 * a:.2%}" for a in sorted(set(alphas.values()), reverse=True))
         + ")",
-        history={
-            "store": store.where,
-            "branch": branch,
-            "comparable_runs": len(keep),
-            "runs": len(window),
-            "first": {"run_id": used[0].run_id, "started_at": used[0].started_at},
-            "last": {"run_id": used[-1].run_id, "started_at": used[-1].started_at},
-            "left_out": left_out,
-            "accepted_from": used[since].run_id if since is not None else None,
-            "aggregated": drawn,
-        },
+        history=_baseline_said(store.where, branch, len(keep), used, left_out, since, drawn),
     )
     return outcome, len(keep)
+
+
+def _baseline_said(
+    where: str, branch: str, comparable: int, used: list[RunRecord], left_out: int, since: int | None,
+    drawn: dict[str, dict],
+) -> dict:  # fmt: skip
+    """The baseline runs the gate used, as compare.json's `history` and the page say them: how many
+    of the COMPARABLE runs, the first and last, the outliers LEFT_OUT, the accepted run it starts at
+    (SINCE: its position in USED) and Aggregated's values (DRAWN)."""
+    return {
+        "store": where,
+        "branch": branch,
+        "comparable_runs": comparable,
+        "runs": len(used),
+        "first": {"run_id": used[0].run_id, "started_at": used[0].started_at},
+        "last": {"run_id": used[-1].run_id, "started_at": used[-1].started_at},
+        "left_out": left_out,
+        "accepted_from": used[since].run_id if since is not None else None,
+        "aggregated": drawn,
+    }
 
 
 def _comparable(store: Store, runs: Sequence[RunData], branch: str) -> tuple[Series, list[int]]:

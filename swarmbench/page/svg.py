@@ -180,12 +180,7 @@ def lines(
     raxis.nice()
     body = _frame(xaxis, yaxis, xticks, (title, xlabel, ylabel), width, height)
     if has_right:
-        for t in raxis.ticks():
-            body.append(f'<text x="{x1 + 4}" y="{raxis(t) + 4:.1f}" fill="#555">{label(t)}</text>')
-        body.append(
-            f'<text transform="translate({x1 + RIGHT_AXIS - 6},{(TOP + y0) / 2}) rotate(-90)" '
-            f'text-anchor="middle" fill="#555">{escape(right_label or "")}</text>'
-        )
+        body += _right_axis(raxis, x1, y0, right_label or "")
     legend = _guides(body, xaxis, yaxis, hlines, vlines)
     for s, xs, ys in data:
         axis = raxis if has_right and s.right else yaxis
@@ -209,6 +204,16 @@ def lines(
             legend.append((s.colour, dash, s.label + (" (right)" if has_right and s.right else "")))
     body += _legend(legend, x1 + (RIGHT_AXIS if has_right else 0) + 10, y0)
     return svg(body, width, height)
+
+
+def _right_axis(axis: Axis, x1: float, y0: float, text: str) -> list[str]:
+    """The second axis's tick labels right of the plot (X1) and its label TEXT."""
+    out = [f'<text x="{x1 + 4}" y="{axis(t) + 4:.1f}" fill="#555">{label(t)}</text>' for t in axis.ticks()]
+    out.append(
+        f'<text transform="translate({x1 + RIGHT_AXIS - 6},{(TOP + y0) / 2}) rotate(-90)" '
+        f'text-anchor="middle" fill="#555">{escape(text)}</text>'
+    )
+    return out
 
 
 def _frame(
