@@ -428,7 +428,7 @@ def _history(sub) -> None:
     a.add_argument(
         "--format", choices=("csv",), default="csv", help="the layout Apache Otava reads (the only one)"
     )
-    add_out(a, False, "output folder (default results/history-export)")
+    add_out(a, False, "output folder (default a new results/history-export-<UTC time>)")
     add_history(a)
 
 

@@ -10,10 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from harness import FIXTURES
 
 from swarmbench.core.folder import LOGS_DIR, RESERVED_DIR
 from swarmbench.runner import knee, sweep
 from swarmbench.runner.points import SweepSettings
+
+EXACT = FIXTURES / "exact"
+"""Real run folders with exact latency."""
 
 SECOND = datetime(2027, 3, 1, 12, 0, 0, tzinfo=UTC)
 """The one second every invocation here starts in."""
@@ -72,3 +76,29 @@ def test_two_default_knees_in_one_second_get_two_run_ids(
     assert reserved == ["knee-20270301T120000Z", "knee-20270301T120000Z-2", "knee-20270301T120000Z-3"]
     assert not (tmp_path / "knee-20270301T120000Z").exists()  # the plugin creates the run folder itself
     assert knee.run_knee({**env, "LOCUST_RUN_ID": "mine"}) == 0 and ids[-1] == "mine"  # a given id as it is
+
+
+def test_two_default_history_exports_in_one_second_get_two_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`history export` without -o: a new results/history-export-<UTC time> each time, never the
+    folder of an earlier export (whose otava.yaml a user may have edited)."""
+    from swarmbench import cli
+    from swarmbench.history import commands
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):  # both exports in the same second
+            return SECOND
+
+    monkeypatch.setattr(commands, "datetime", Frozen)
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "h.sqlite"
+    assert cli.main(["history", "add", str(EXACT / "repeat-1"), "--history", str(store)]) == 0
+    for _ in range(2):
+        assert cli.main(["history", "export", "--history", str(store)]) == 0
+    edited = tmp_path / "results" / "history-export-20270301T120000Z" / "otava.yaml"
+    assert (
+        edited.is_file()
+        and (edited.parent.parent / "history-export-20270301T120000Z-2" / "otava.yaml").is_file()
+    )

@@ -15,10 +15,12 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from swarmbench.core.exits import UsageError
+from swarmbench.core.folder import create_run_dir
 from swarmbench.history import record
 from swarmbench.history.store import (
     DEFAULT_PATH,
@@ -134,8 +136,12 @@ def import_folders(store: Store, args: argparse.Namespace) -> int:
 
 
 def export(store: Store, args: argparse.Namespace) -> int:
-    """One CSV per configuration in Apache Otava's layout, and the otava.yaml that reads them."""
-    out = args.out or Path("results") / "history-export"
+    """One CSV per configuration in Apache Otava's layout, and the otava.yaml that reads them. The
+    default folder is a new one each time (results/history-export-<UTC time>, -2, -3, ... within one
+    second): an earlier export, perhaps with an edited otava.yaml, is never written over."""
+    out = args.out or create_run_dir(
+        Path("results"), f"history-export-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}", explicit=False
+    )
     files = export_otava(store, out)
     print(f"{len(files)} configuration(s) -> {out}/ (otava.yaml and one CSV each)")
     return 0
