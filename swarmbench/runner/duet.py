@@ -291,8 +291,17 @@ def run_all(
 
 
 def compare(s: ab.AbSettings, root: Path) -> int:
-    """`swarmbench compare --duet ROOT/duet -o ROOT/compare` (COMPARE_ARGS after); its exit code."""
+    """The paired comparison of ROOT/duet into ROOT/compare (compare-2, ... when one is there); its
+    exit code."""
     out = ab.compare_dir(root)
-    command = [*cmdline.PROGRAM, *cmdline.duet(root / DUET_DIR, out, options=s.compare_args)]
-    print(f"swarmbench ab: {' '.join(command[len(cmdline.PROGRAM) - 1 :])}", file=sys.stderr, flush=True)
-    return subprocess.run(command, cwd=find_checkout()).returncode
+    print(
+        f"swarmbench ab: swarmbench {' '.join(cmdline.duet(root / DUET_DIR, out))}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return subprocess.run(compare_command(s, root, out), cwd=find_checkout()).returncode
+
+
+def compare_command(s: ab.AbSettings, root: Path, out: Path) -> list[str]:
+    """`swarmbench compare --duet ROOT/duet -o OUT` with COMPARE_ARGS."""
+    return [*cmdline.PROGRAM, *cmdline.duet(root / DUET_DIR, out, options=s.compare_args)]
