@@ -10,10 +10,10 @@ requests; its standard error comes from a moving-block bootstrap over those wind
 SAME blocks of consecutive 1 s windows on both sides (a block of slow seconds is drawn for A and B
 together, so it moves both percentiles alike and leaves their ratio), spread Bessel-corrected by
 the blocks' count as compare/stats.py does, with 1.5 n / l degrees of freedom (se_df). Several
-duet runs: the estimate of all their windows merged, its variance the larger of the runs' own (mean of their variances / k) and their spread
-(variance of their estimates / k, Student's t with k - 1 degrees of freedom then). The interval
-est ± q * SE on the log scale, times A's value, is a difference in ms that core/checks.py's
-`verdict` judges with the usual band.
+duet runs: the estimate of all their windows merged, its variance the larger of the runs' own (mean
+of their variances / k) and their spread (variance of their estimates / k, Student's t with k - 1
+degrees of freedom then). The interval est ± q * SE on the log scale, times A's value, is a
+difference in ms that core/checks.py's `verdict` judges with the usual band.
 
 Why the whole-run ratio rather than the mean of per-window log ratios: it is the figure the table
 shows (candidate - baseline is the difference judged), a window with few requests weighs little
