@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import run_module
+from harness import Target, run_module
 
 from swarmbench import RunFolder
 from swarmbench.compare import duet
@@ -161,6 +161,25 @@ def test_an_a_a_duet_is_not_a_regression(albums_binary, tmp_path):
     code, printed, root = duet_ab(tmp_path, albums_binary, A="ALBUMS_DELAY=10ms")
     assert code == 0, printed
     assert "regressed" not in set(verdicts(root).values()), printed
+
+
+@pytest.fixture
+def two_hosts(albums_binary):
+    fast, slow = Target(albums_binary, ALBUMS_DELAY="2ms"), Target(albums_binary, ALBUMS_DELAY="12ms")
+    yield fast, slow
+    fast.stop()
+    slow.stop()
+
+
+@QUIET
+def test_a_duet_of_two_hosts_starts_no_target_and_needs_no_local(two_hosts, tmp_path):
+    fast, slow = two_hosts
+    code, printed, root = duet_ab(tmp_path, None, LOCAL="", A_HOST=fast.url, B_HOST=slow.url)
+    assert code == 3, printed
+    assert verdicts(root)[(AGGREGATED, "p50")] == "regressed", printed
+    targets = json.loads((root / "duet" / "targets.json").read_text())["d1"]
+    assert (targets["A"]["host"], targets["B"]["host"]) == (fast.url, slow.url)
+    assert RunFolder.open(root / "duet" / "d1").manifest.host == fast.url  # A is Locust's host
 
 
 @pytest.mark.parametrize(
