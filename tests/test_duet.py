@@ -145,6 +145,7 @@ def test_a_duet_of_10_against_30_ms_is_a_regression_with_every_name_tagged(album
     assert data["method"] == duet.METHOD
     p50 = data["duet"]["pairs"][AGGREGATED]["p50"]
     assert 0.9 < p50["ln_ratio"] < 1.3 and p50["se"] > 0, p50  # ln(30/10) = 1.1, plus the target's ~1-2 ms
+    assert p50["runs"][0]["windows"] == 8, p50  # every second of the 8 s run, paired
     targets = json.loads((root / "duet" / "targets.json").read_text())["d1"]
     assert (targets["A"]["settings"], targets["B"]["settings"]) == (
         {"ALBUMS_DELAY": "10ms"},
@@ -188,6 +189,7 @@ def test_a_duet_of_two_hosts_starts_no_target_and_needs_no_local(two_hosts, tmp_
         (dict(LOCAL="0"), "DUET=1 runs A and B at once on this machine: set LOCAL=1"),
         (dict(LOCUST_LOCUSTFILE="locustfiles/albums.py"), "unset LOCUST_LOCUSTFILE"),
         (dict(A="ALBUMS_STORE=fast"), "A: ALBUMS_STORE='fast' is not one of"),
+        (dict(COMPARE_ARGS="--metrics throughput"), "COMPARE_ARGS: a duet judges p50, p90, p95, p99 only"),
     ],
 )
 def test_bad_duet_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):

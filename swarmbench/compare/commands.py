@@ -198,11 +198,7 @@ def duet(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     for line in warned:
         print(f"{PROG}: warning: {line}", file=sys.stderr)
     differences = {m: {n: f.difference for n, f in by_name.items()} for m, by_name in found.items()}
-    pairs = {
-        n: {m: {"ln_ratio": report._num(found[m][n].estimate), "se": report._num(found[m][n].se),
-                "runs": [p.to_json() for p in found[m][n].pairs]} for m in metrics}
-        for n in chosen
-    }  # fmt: skip
+    pairs = {n: {m: found[m][n].to_json() for m in metrics} for n in chosen}
     outcome = report.Outcome(
         [f"{r.path} [A]" for r in runs],
         [f"{r.path} [B]" for r in runs],

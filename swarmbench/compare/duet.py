@@ -164,13 +164,23 @@ def interval(estimate: float, se: float, df: float, confidence: float) -> tuple[
 @dataclass(frozen=True)
 class Found:
     """One name and metric of a duet comparison: the Difference the verdict judges (in ms; A is the
-    baseline, B the candidate, each its whole-run value), the pooled estimate and SE on the log
-    scale, and each run's Pair."""
+    baseline, B the candidate, each its whole-run value), the pooled estimate, SE and its degrees of
+    freedom on the log scale, and each run's Pair."""
 
     difference: Difference
     estimate: float
     se: float
+    df: float
     pairs: list[Pair]
+
+    def to_json(self) -> dict:
+        """compare.json's `duet.pairs[name][metric]`: the pooled estimate and each run's Pair."""
+        return {
+            "ln_ratio": _num(self.estimate),
+            "se": _num(self.se),
+            "df": _num(self.df),
+            "runs": [p.to_json() for p in self.pairs],
+        }
 
 
 def compare(
@@ -209,5 +219,5 @@ def compare(
             diff = Difference(
                 base_ms, cand_ms, cand_ms - base_ms, base_ms * math.expm1(low), base_ms * math.expm1(high)
             )
-            out[metric][name] = Found(diff, estimate, se, pairs)
+            out[metric][name] = Found(diff, estimate, se, df, pairs)
     return out

@@ -72,7 +72,7 @@ def read_duet_run(path: Path) -> DuetRun:
         raise InputError(path, f"no {LATENCY_WINDOWS_CSV}: a duet needs the exact latency per window")
     windows = Windows.read_csv(run.windows_path)
     values = bucket_values_us()
-    found = sorted(windows.piles)
+    found = sorted(set(windows.piles) | set(windows.sealed))  # reading seals all but the newest few
     out = DuetRun(path, manifest, full_windows(manifest, found[-1] if found else 0))
     out.series = {side: {} for side in SIDES}
     out.failures = {side: {} for side in SIDES}

@@ -34,6 +34,7 @@ from pathlib import Path
 from swarmbench.core import cmdline, exits
 from swarmbench.core import target as scraper
 from swarmbench.core.atomic import write_atomic
+from swarmbench.core.checks import COMPARE_METRICS, PERCENTILE_METRICS
 from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import AB_JSON, LOGS_DIR, MANIFEST, create_run_dir
 from swarmbench.core.loadspec import STRONG
@@ -86,7 +87,27 @@ def duet_settings(environ: Mapping[str, str], check_args: ab.CompareArgsCheck) -
     check(environ)
     env = {**environ, "LOCAL": "1"} if environ.get("A_HOST", "").strip() else environ
     s = ab.ab_settings(env, lambda words, aa: check_args(words, False))
+    asked = metrics_asked(s.compare_args)
+    if asked is not None and not asked & set(JUDGED):
+        raise UsageError(
+            f"COMPARE_ARGS: a duet judges {', '.join(JUDGED)} only (each step runs on both sides)"
+        )
     return replace(s, user_class=DUET_CLASS, local=True)
+
+
+JUDGED = tuple(m for m in COMPARE_METRICS if m in PERCENTILE_METRICS)
+"""The metrics a duet judges (compare/duet.py DUET_METRICS): the percentiles, not throughput."""
+
+
+def metrics_asked(words: tuple[str, ...]) -> set[str] | None:
+    """The metrics COMPARE_ARGS' --metrics names (its last one, as argparse takes it); None: not given."""
+    found = None
+    for i, word in enumerate(words):
+        if word == "--metrics" and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith("--metrics="):
+            found = word.partition("=")[2]
+    return None if found is None else {m.strip() for m in found.split(",") if m.strip()}
 
 
 def identity(s: ab.AbSettings, env: Mapping[str, str]) -> dict:
