@@ -309,6 +309,12 @@ def compare_parser(sub) -> argparse.ArgumentParser:
         metavar="DIR",
         help="A/A: measure the run-to-run noise of DIR's identical runs into DIR/compare-noise.json",
     )
+    p.add_argument(
+        cmdline.DUET,
+        type=Path,
+        metavar="RUN",
+        help="a duet run (or a folder of them: DUET=1 make ab) compared side A against side B in pairs",
+    )
     add_history(p, optional_value=True)
     p.add_argument("--branch", default="main", help="with --history: the branch whose runs are the baseline")
     add_load(p)
@@ -571,7 +577,13 @@ def check_compare_args(words: list[str], aa: bool) -> None:
         check_levels(args)
         return
     args = compare_parser(sub).parse_args(words)
-    set_by_ab = {"baseline": "BASELINE", "candidate": "CANDIDATE", "out": "-o", "calibrate": "--calibrate"}
+    set_by_ab = {
+        "baseline": "BASELINE",
+        "candidate": "CANDIDATE",
+        "out": "-o",
+        "calibrate": "--calibrate",
+        "duet": cmdline.DUET,
+    }
     given = [name for name in set_by_ab if getattr(args, name) is not None]
     if given:
         raise UsageError(f"{set_by_ab[given[0]]} is set by make ab, not by COMPARE_ARGS")
@@ -662,6 +674,10 @@ def _run_ab(args: argparse.Namespace) -> int:
 
     require("compare", "make ab's comparison")
     settings.checkout(f"{args.root} {args.command}")
+    if settings.flag(os.environ, "DUET"):  # A and B at once, compared in pairs (runner/duet.py)
+        from swarmbench.runner import duet
+
+        return duet.run_duet(os.environ, check_compare_args, record=recording(args))
     return ab.run_ab(os.environ, check_compare_args, record=recording(args))
 
 

@@ -14,7 +14,7 @@ from harness import ROOT
 from swarmbench import cli
 from swarmbench.core import cmdline
 from swarmbench.core.bottleneck import KNEE_P99_MS
-from swarmbench.runner import ab, points, sweep
+from swarmbench.runner import ab, duet, points, sweep
 
 RUN = Path("/r/results/run-1")
 OUT = Path("/r/out")
@@ -78,6 +78,16 @@ def test_make_ab_compares_b_with_a(compare_args):
     )
     if compare_args:
         assert (args.min_effect, args.metrics, args.seed) == (3.0, "p50,p95", 7)
+
+
+@pytest.mark.parametrize("compare_args", [(), ("--min-effect", "3", "--metrics", "p95", "--seed", "7")])
+def test_a_duet_compares_its_two_sides_in_pairs(compare_args):
+    root = Path("/r/results/ab")
+    args = parsed(duet.compare_command(ab_settings(False, compare_args), root, root / "compare"))
+    assert (args.command, args.duet, args.out) == ("compare", root / "duet", root / "compare")
+    assert args.baseline is None and args.candidate is None and args.history is None
+    if compare_args:
+        assert (args.min_effect, args.metrics, args.seed) == (3.0, "p95", 7)
 
 
 @pytest.mark.parametrize("compare_args", [(), ("--min-effect", "2", "--confidence", "90")])

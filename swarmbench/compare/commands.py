@@ -131,6 +131,8 @@ def compare_command(args: argparse.Namespace) -> int:
             raise UsageError(
                 "--load: only with --history (the candidate's load; two sides' loads are in their run.json)"
             )
+        if getattr(args, "duet", None) is not None:
+            return duet(args, opts, seen)
         return compare(args, opts, seen)
     except InputError as e:
         raise UsageError(str(e)) from None
@@ -172,6 +174,49 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
         not all(r.exact for r in baseline + candidate),
         seen,
         pooled(a, b),
+    )
+    write(made(out, args.out is not None), outcome, g, a, b, args.fail_on_inconclusive)
+    return exit_code(outcome, args.fail_on_inconclusive)
+
+
+def duet(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
+    """`swarmbench compare --duet RUN`: the two sides of a duet run (or a folder of them: make ab's
+    DUET=1) compared in pairs (compare/duet.py); the usual table, files and exit codes. Only the
+    percentiles are judged (duet.DUET_METRICS says why)."""
+    from swarmbench.compare import duet as paired
+    from swarmbench.compare import duet_sides
+
+    if args.baseline or args.candidate:
+        raise UsageError("--duet takes one RUN (a duet run folder or a folder of them), no BASELINE")
+    out = out_dir(args.out, [args.duet])
+    runs = duet_sides.read_duet(args.duet)
+    chosen, one_side = duet_sides.names(runs, opts["names"])
+    if len(chosen) <= (0 if opts["names"] else 1):
+        raise InputError(args.duet, "no request name that both sides have")
+    metrics = [m for m in opts["metrics"] if m in paired.DUET_METRICS]
+    if not metrics:
+        raise UsageError(f"--metrics: a duet judges {', '.join(paired.DUET_METRICS)} only")
+    g, a, b = duet_sides.build(runs, chosen)
+    found = paired.compare(a, b, g, metrics, opts["confidence"], opts["seed"])
+    notes, warned, cpu = duet_sides.cpu_lines(runs, duet_sides.read_targets(args.duet))
+    for line in warned:
+        print(f"{PROG}: warning: {line}", file=sys.stderr)
+    differences = {m: {n: f.difference for n, f in by_name.items()} for m, by_name in found.items()}
+    pairs = {n: {m: found[m][n].to_json() for m in metrics} for n in chosen}
+    outcome = report.Outcome(
+        [f"{r.path} [A]" for r in runs],
+        [f"{r.path} [B]" for r in runs],
+        report.rows(differences, opts["min_effect"]),
+        sides.Names(chosen, [], one_side),
+        [],
+        {**opts, "metrics": metrics},
+        {},
+        "not used: A and B are paired in time",
+        False,
+        seen + warned,
+        method=paired.METHOD,
+        notes=[f"note: {duet_sides.CONTENTION}", *notes, *(f"warning: {w}" for w in warned)],
+        extra={"duet": {"pairs": pairs, "cpu": cpu}},
     )
     write(made(out, args.out is not None), outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)

@@ -65,6 +65,8 @@ class Outcome:
     detectable: dict[str, float] = field(default_factory=dict)  # the gate: metric -> change it would catch
     ci_note: str = ""  # the gate: its CIs' levels (each row's share of the whole gate's), for the header
     history: dict = field(default_factory=dict)  # the gate: the baseline runs it used (trend.gate_outcome)
+    notes: list[str] = field(default_factory=list)  # lines for the header (a duet: each side's CPU)
+    extra: dict = field(default_factory=dict)  # keys compare.json adds (a duet: each run's pairs)
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -127,7 +129,9 @@ def header(outcome: Outcome) -> list[str]:
         f"method: {outcome.method}; {outcome.ci_note or format(o['confidence'], '.0%') + ' CI'}, "
         f"seed {o['seed']}, min effect {o['min_effect']:.0%}",
         f"run-to-run noise ({outcome.noise_source}): "
-        + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items()),
+        + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items())
+        if outcome.noise
+        else f"run-to-run noise: {outcome.noise_source}",
     ]
     if outcome.detectable:
         out.append(catches(outcome))
@@ -143,6 +147,7 @@ def header(outcome: Outcome) -> list[str]:
             + ", ".join(f"{n} runs ({side})" for side, n in lent.items())
             + " where the repeats are not noisier (F-test, 5 %)"
         )
+    out += outcome.notes
     if outcome.rounded:
         out.append("note: some runs have no histograms: Locust's per-second history numbers used (rounded)")
     for s in outcome.settings:
@@ -198,6 +203,7 @@ def to_json(outcome: Outcome) -> dict:
         "names_only_in_baseline": outcome.names.baseline_only,
         "names_only_in_candidate": outcome.names.candidate_only,
         "warnings": outcome.warnings,
+        **outcome.extra,
         "verdicts": {v: outcome.count(v) for v in VERDICTS},
         "results": [
             {

@@ -36,6 +36,8 @@ TITLE = "--title"
 """report: the page title."""
 KNEE_P99_MS = "--knee-p99-ms"
 """report: the open-model knee's intended-start p99 bound in ms."""
+DUET = "--duet"
+"""compare: one duet run's (or a folder of them) two sides, paired in time (make ab's DUET=1)."""
 STAGING = "--staging"
 """headless: test LOCUST_HOST without starting the bundled target."""
 SWARM = "--swarm"
@@ -69,6 +71,12 @@ def compare(
         return ["compare", str(baseline), str(candidate), OUT, str(out), *options]
     # --history last: its value is optional, so before the run it would take the run as the store.
     return ["compare", str(candidate), OUT, str(out), *options, HISTORY, *([history] if history else [])]
+
+
+def duet(folder: Path, out: Path, *, options: Sequence[str] = ()) -> list[str]:
+    """`swarmbench compare --duet FOLDER -o OUT [OPTIONS]`: a duet run's two sides compared in pairs
+    (OPTIONS: COMPARE_ARGS)."""
+    return ["compare", DUET, str(folder), OUT, str(out), *options]
 
 
 def floor(a: Path, b: Path, out: Path, *, options: Sequence[str] = ()) -> list[str]:
