@@ -42,7 +42,7 @@ import numpy as np
 
 from swarmbench.compare import triage
 from swarmbench.compare.trend import TREND_METRICS, trend_json
-from swarmbench.core.folder import utc_iso
+from swarmbench.core.folder import utc_iso as iso
 from swarmbench.history import NameStats, RunData, open_store, read_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def runs(count: int, seed: int, factor: Factor | None = None, rename_at: int | N
                        for j, m in enumerate(TREND_METRICS)}  # fmt: skip
             stats.append(NameStats(type="" if k == NAMES else "GET", name=name, requests=10_000, failures=0,
                                    exact=True, hdr=None, **figures))  # fmt: skip
-        started = utc_iso(datetime(2027, 1, 1, tzinfo=UTC) + timedelta(minutes=i))
+        started = iso(datetime(2027, 1, 1, tzinfo=UTC) + timedelta(minutes=i))
         identity = {"run_key": f"r{i}@{started}", "run_id": f"r{i}", "started_at": started}
         out.append(dataclasses.replace(TEMPLATE, git_commit=f"{i:040x}", stats=tuple(stats), **identity))
     return out
