@@ -22,7 +22,7 @@ from harness import FIXTURES, ROOT
 from history_runs import EXAMPLES, OLD_RUNS, REPEAT_1, folders_under, loads_of
 
 from swarmbench.history import EXACT, ROUNDED, HistoryError, export_otava, import_tree, open_store, read_run
-from swarmbench.history.record import HDR_CSV_COLUMNS
+from swarmbench.history.record import HDR_CSV_COLUMNS, METRICS, NameStats
 from swarmbench.history.store import SCHEMA_VERSION, run_folders
 
 
@@ -320,3 +320,48 @@ def _execute(spec: str, sql: str) -> None:
         with sqlite3.connect(spec) as conn:
             conn.execute(sql)
         conn.close()
+
+
+def _runs_named(names_of: list[list[str]], hour: int) -> list:
+    """One run per item of NAMES_OF (the request names it has, Aggregated besides), a minute apart
+    from HOUR o'clock, every figure distinct (run i, name k, metric j -> a number saying so); name 1's
+    p99.9 missing (NULL) in every third run."""
+    template = read_run(REPEAT_1, branch="main", testbed="series")
+    runs = []
+    for i, names in enumerate(names_of):
+        stats = []
+        for k, name in enumerate(["Aggregated", *names]):
+            figures = {m: 1000.0 * i + 10 * k + j for j, m in enumerate(METRICS[2:])}
+            if name == names_of[0][0] and i % 3 == 0:
+                figures["p999_ms"] = None
+            stats.append(NameStats(type="" if k == 0 else "GET", name=name, requests=100 + i, failures=k,
+                                   exact=True, **figures))  # fmt: skip
+        started = f"2027-01-01T{hour:02d}:{i:02d}:00.000Z"
+        runs.append(dataclasses.replace(template, run_key=f"series-{hour}-{i}", run_id=f"r{hour}-{i}",
+                                        started_at=started, stats=tuple(stats)))  # fmt: skip
+    return runs
+
+
+def test_a_series_reads_back_every_figure_in_its_place(history_store: str) -> None:
+    """Store.series, both of its readings: every run with the same names (one configuration, runs
+    added newest first, so that the ids run against time) and names missing from some runs (NaN
+    there); NULL figures read as NaN, counts as floats, names in the engine's order."""
+    dense = _runs_named([["/b", "/a", "/c"]] * 7, hour=1)
+    sparse = _runs_named([["/a", "/b"], ["/a"], ["/a", "/c"], ["/c"], ["/a", "/b", "/c"]], hour=2)
+    sparse = [dataclasses.replace(r, load={**r.load, "users": 7}) for r in sparse]  # another configuration
+    with open_store(history_store) as store:
+        store.add_runs(dense[4:][::-1])
+        store.add_runs(dense[:4][::-1])
+        store.add_runs(sparse)
+        for runs in (dense, sparse):
+            series = store.series(runs[0].fingerprint, runs[0].host, "series", "main")
+            assert [r.run_id for r in series.runs] == [r.run_id for r in runs]
+            assert list(series.values) == sorted(series.values)  # ASCII names: any engine's order
+            for (type_, name), per in series.values.items():
+                for i, run in enumerate(runs):
+                    stats = {(s.type, s.name): s for s in run.stats}.get((type_, name))
+                    for metric in METRICS:
+                        value = getattr(stats, metric) if stats else None
+                        got = per[metric][i]
+                        assert type(got) is float, (name, metric, i)
+                        assert got == value or (value is None and math.isnan(got)), (name, metric, i)

@@ -289,19 +289,21 @@ def test_the_best_split_maximises_q(values, offset) -> None:
     z = np.array(values)
     padded = np.concatenate([np.arange(offset, dtype=float), z, np.zeros(3)])  # a segment inside a series
     prep = trend.Prepared(padded, len(z) + 2)
-    taus, qs = prep.best(offset, len(z))
+    tau, q = prep.best(offset, offset + len(z))
     reference = brute_force_q(z)
-    assert qs[0] == pytest.approx(np.nanmax(reference), rel=1e-9, abs=1e-9)
-    assert np.nanmax(reference[taus[0] - offset]) == pytest.approx(qs[0], rel=1e-9, abs=1e-9)
+    assert q == pytest.approx(np.nanmax(reference), rel=1e-9, abs=1e-9)
+    assert np.nanmax(reference[tau - offset]) == pytest.approx(q, rel=1e-9, abs=1e-9)
 
 
-def test_windows_in_one_call_equal_windows_one_by_one() -> None:
+def test_a_segment_read_from_a_longer_grid_equals_its_own() -> None:
+    """Prepared.best reads a segment's Q from the grid at its start, computed for a whole window:
+    the same split and Q, bit for bit, as the grid of a series of the segment's runs alone."""
     x = history(11, n=400, step_at=None)
     prep = trend.Prepared(x, 50)
-    taus, qs = prep.best(13, 50, count=8, step=25)
-    for k in range(8):
-        tau, q = prep.best(13 + 25 * k, 50)
-        assert (taus[k], qs[k]) == (tau[0], pytest.approx(q[0], rel=1e-12))
+    for a, m in ((13, 50), (13, 20), (38, 2), (38, 3), (100, 49), (350, 50), (390, 10)):
+        alone = trend.Prepared(x[a : a + m], m)
+        tau, q = alone.best(0, m)
+        assert prep.best(a, a + m) == (a + tau, q)
 
 
 def test_p_values_match_scipy() -> None:

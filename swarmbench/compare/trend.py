@@ -21,23 +21,29 @@ pairwise-distance matrix anew. Here every Q of every window comes from one table
     S(a, b) = Σ_{a≤i<j<b} |x_i - x_j|      for all b - a <= width, built in `width` vector passes by
     S(a, b) = S(a, b-1) + S(a+1, b) - S(a+1, b-1) + |x_a - x_{b-1}|
 
-stored by width (row j holds S(a, a + j) for every a) so that a window's grid, walked as
-(j = κ - τ, τ), is a strided view of it without a copy, and equally spaced windows stack into one
-(W, m-1, m-1) view. A split's t-test reads segment means and variances from prefix sums; the split
-only asks "p <= alpha?", answered as |t| >= the critical t of the degrees of freedom (found once per
-df), so p-values are computed only where they are reported or ordered (the merge step). And a
-window none of whose splits could pass its first t-test (most windows of a quiet series) is skipped
-before any Q: its detector would keep nothing whichever split E-divisive picked.
+stored by width (row j holds S(a, a + j) for every a). A window's Q grid, the cells 1 <= τ < κ <= m
+walked as (j = κ - τ, τ), is gathered from it at the window's start (Prepared.grid_q), and a cell's
+Q depends on (start, τ, κ) alone: a segment's best split is read from the grid at its start, the
+cells with κ <= its length. So after a split at τ the left part costs no new Q, the right part's
+grid is the one the next window reuses when it starts at that point, and a segment's best split,
+once found, is kept (Otava's incremental idea: it changes only when the values inside it do). A
+split's t-test reads segment means and variances from prefix sums; the split only asks "p <=
+alpha?", answered as |t| >= the critical t of the degrees of freedom (found once per df), so
+p-values are computed only where they are reported or ordered (the merge step). And a window none
+of whose splits could pass its first t-test (most windows of a quiet series) is skipped before any
+Q: its detector would keep nothing whichever split E-divisive picked.
 
-Measured (bench/bench_history.py, 2 shared cores): the change points of 77 series of 10,000 runs in
-0.65-0.95 s (as busy as the machine was), against ~3 s for the same split with a distance matrix
-per window; the points found are the same (800 random series compared against the version without
-the skip).
+Measured (bench/bench_history.py, 2 cores shared with other jobs): the change points of 77 series
+of 10,000 runs in 1.5 s of CPU against 2.7 s for one full square Q grid per segment, the same
+machine as busy (see that bench's docstring for the whole command); the points, p-values and means
+are the same bit for bit (tests/test_trend_reference.py: the earlier search kept as a reference).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -119,7 +125,9 @@ def critical_t(df: int, alpha: float) -> float:
 
 
 class Prepared:
-    """One series ready for the search: the skewed pair-sum table and the prefix sums."""
+    """One series ready for the search: the skewed pair-sum table, the prefix sums, and the answers
+    already computed (a segment's best split depends on its values alone, so it is computed once:
+    Otava's incremental idea)."""
 
     def __init__(self, x: np.ndarray, width: int, floor: float = 0.0) -> None:
         self.x, self.n, self.width = x, len(x), max(2, width)
@@ -130,40 +138,48 @@ class Prepared:
         c = x - self.centre
         self.s1 = np.concatenate(([0.0], np.cumsum(c)))
         self.s2 = np.concatenate(([0.0], np.cumsum(c * c)))
-        self.l1, self.l2 = self.s1.tolist(), self.s2.tolist()  # scalar reads: lists are faster
+        # scalar reads as Python floats, without a list of them (tolist: ~1 ms per 10,000 runs)
+        self.l1, self.l2 = memoryview(self.s1), memoryview(self.s2)
         self.spread = float(np.abs(c).max()) or 1.0  # the series' scale, for "nearly constant"
+        self._q: dict[int, np.ndarray] = {}  # start -> Q on its grid (grid_q)
+        self._best: dict[tuple[int, int], tuple[int, float]] = {}  # (a, b) -> best()
+        self._inner: dict[int, np.ndarray] = {}  # M -> the grid's S(τ, κ) as offsets into pairs
 
-    def best(self, start: int, m: int, count: int = 1, step: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """The best split (absolute tau) and its Q in COUNT segments of M runs, at START, START +
-        STEP, ...: Q(τ, κ) = 2/κ·cross - 2(κ-τ)/(κ(τ-1))·S(0, τ) - 2τ/(κ(κ-τ-1))·S(τ, κ) over
-        1 <= τ < κ <= m (segment-relative), cross = S(0, κ) - S(0, τ) - S(τ, κ): Otava's
-        calculator.py, with α = 1. The grid is walked as (j = κ - τ, τ), so that S(τ, κ) is a
-        plain slice of the table, contiguous along τ (ties between equal Q may resolve to another
-        split than Otava's τ-major scan)."""
-        row, item = self.n + 1, self.pairs.itemsize
-        starts = start + step * np.arange(count)
-        # S(s + τ, s + τ + j) = table[width + j, s + τ], j and τ = 1 .. m-1
-        inner = np.ndarray(
-            (count, m - 1, m - 1),
-            dtype=self.pairs.dtype,
-            buffer=self.pairs,
-            offset=(row + start + 1) * item,
-            strides=(step * item, row * item, item),
-        )
-        # u[w, k] = S(s_w, s_w + k), k = 0 .. m: S(0, τ) = u[τ], S(0, κ) = u[j + τ] (a Hankel view)
-        # -inf past m: the cells with κ > m read it there (a is 1 in those cells), so their Q is -inf
-        u = np.full((count, 2 * m - 1), -np.inf)
-        u[:, : m + 1] = self.table[: m + 1, starts].T
-        hankel = np.ndarray((count, m - 1, m - 1), dtype=u.dtype, buffer=u, offset=2 * item,
-                            strides=((2 * m - 1) * item, item, item))  # fmt: skip
-        a, ab, ac = _coefficients(m)
-        q = np.multiply(ac, inner, out=np.empty((count, m - 1, m - 1)))  # C order, not inner's
-        np.subtract(a * hankel, q, out=q)
-        q -= ab * u[:, None, 1:m]
-        flat = q.reshape(count, -1)
-        best = flat.argmax(axis=1)
-        taus = best % (m - 1) + 1 + starts
-        return taus, flat[np.arange(count), best]
+    def best(self, a: int, b: int) -> tuple[int, float]:
+        """The best split (absolute tau) of x[a:b] (2 <= b - a <= width) and its Q: Q(τ, κ) =
+        2/κ·cross - 2(κ-τ)/(κ(τ-1))·S(0, τ) - 2τ/(κ(κ-τ-1))·S(τ, κ) over 1 <= τ < κ <= b - a
+        (segment-relative), cross = S(0, κ) - S(0, τ) - S(τ, κ): Otava's calculator.py, with α = 1.
+        The first largest in the order (j = κ - τ, τ) (ties between equal Q may resolve to another
+        split than Otava's τ-major scan). A cell's Q depends on (a, τ, κ) alone, so a segment's
+        cells are those of the grid at its start (grid_q) with κ <= b - a: the left part of a
+        split, and the window that starts at a point found, reuse the grid already computed."""
+        key = (a, b)
+        if key not in self._best:
+            q, grid = self.grid_q(a), _grid(min(self.width, self.n - a))
+            if b - a < grid.size:
+                cells = grid.within(b - a)
+                k = int(cells[q[cells].argmax()])
+            else:
+                k = int(q.argmax())
+            self._best[key] = (a + int(grid.tau[k]), float(q[k]))
+        return self._best[key]
+
+    def grid_q(self, start: int) -> np.ndarray:
+        """Q on every cell 1 <= τ < κ <= M of the segment of M = min(width, n - start) runs at
+        START (_Grid's order), computed once: S(τ, κ) = table[κ - τ, start + τ] and S(0, k) =
+        table[k, start] gathered at the cells, none past M (half of the square (j, τ) grid)."""
+        if start not in self._q:
+            size = min(self.width, self.n - start)
+            grid = _grid(size)
+            if size not in self._inner:  # each cell's S(τ, κ) as an offset into pairs, rows of n + 1
+                self._inner[size] = grid.j * (self.n + 1) + grid.tau
+            u = self.table[: size + 1, start]  # S(start, start + k), k = 0 .. M
+            q = self.pairs[start:].take(self._inner[size])
+            np.multiply(grid.ac, q, out=q)
+            np.subtract(grid.a * u.take(grid.kappa), q, out=q)  # Otava's order of operations
+            q -= grid.ab * u.take(grid.tau)
+            self._q[start] = q
+        return self._q[start]
 
     def hopeless(self, start: int, step: int, count: int, m: int, alpha: float) -> np.ndarray:
         """For COUNT windows of M runs at START, START + STEP, ...: can no split of the window pass
@@ -235,7 +251,7 @@ def split(prep: Prepared, window: int, alpha: float) -> list[int]:
         if start not in skip and end - start == window:
             count = min(SCAN_BATCH, (n - window - start) // step + 1)
             verdicts = prep.hopeless(start, step, count, window, alpha).tolist()
-            skip = {start + k * step: v for k, v in enumerate(verdicts)}
+            skip = dict(zip(range(start, start + count * step, step), verdicts, strict=True))
         points = [] if skip.get(start) else _detect(prep, start, end, alpha)
         found.update(points)
         start = max(points[-1] if points else 0, start + step)
@@ -246,17 +262,12 @@ def _detect(prep: Prepared, start: int, end: int, alpha: float) -> list[int]:
     """Otava's ChangePointDetector on x[start:end]: split at the best candidate over all current
     segments while its t-test, within the segment it splits, reaches ALPHA."""
     points: list[int] = []
-    candidates: dict[tuple[int, int], tuple[int, float]] = {}
     while True:
-        bounds = [start, *points, end]
         best: tuple[int, float, int, int] | None = None
-        for a, b in zip(bounds, bounds[1:], strict=False):
+        for a, b in itertools.pairwise([start, *points, end]):
             if b - a < 2:
                 continue
-            if (a, b) not in candidates:
-                taus, qs = prep.best(a, b - a)
-                candidates[(a, b)] = (int(taus[0]), float(qs[0]))
-            tau, q = candidates[(a, b)]
+            tau, q = prep.best(a, b)
             if best is None or q > best[1]:
                 best = (tau, q, a, b)
         if best is None:
@@ -264,7 +275,7 @@ def _detect(prep: Prepared, start: int, end: int, alpha: float) -> list[int]:
         tau, _, a, b = best
         if not prep.significant_one(a, tau, b, alpha):
             return points
-        points = sorted([*points, tau])
+        bisect.insort(points, tau)
 
 
 def _pair_sums(x: np.ndarray, width: int) -> np.ndarray:
@@ -282,7 +293,6 @@ def _pair_sums(x: np.ndarray, width: int) -> np.ndarray:
     return table
 
 
-_COEFFICIENTS: dict[int, tuple[np.ndarray, ...]] = {}
 _SIZES: dict[int, tuple[np.ndarray, ...]] = {}
 
 
@@ -295,22 +305,37 @@ def _split_sizes(m: int) -> tuple[np.ndarray, ...]:
     return _SIZES[m]
 
 
-def _coefficients(m: int) -> tuple[np.ndarray, ...]:
-    """Q's weights on the (j = κ - τ = 1 .. m-1) x (τ = 1 .. m-1) grid: a = 2/κ, a + b, a + c; in
-    the cells with κ > m, a = 1 and the others 0, so that the -inf they read makes their Q -inf.
-    (Otava's grid leaves its unused cells 0, so a window whose every Q is negative splits at a
-    meaningless cell there; -inf keeps the argmax on a real split.)"""
-    if m not in _COEFFICIENTS:
-        j = np.arange(1, m)[:, None].astype(float)
-        tau = np.arange(1, m)[None, :].astype(float)
-        kappa = tau + j
-        valid = kappa <= m
-        a = 2 / kappa
+class _Grid:
+    """The cells 1 <= τ < κ <= M of a segment of M runs, in the order (j = κ - τ, τ), with Q's
+    weights: a = 2/κ, a + b and a + c, b = 2(κ-τ)/(κ(τ-1)) (0 at τ = 1), c = 2τ/(κ(κ-τ-1)) (0 at
+    κ - τ = 1). A shorter segment's cells (κ <= m) are a subset, in the same order, with the same
+    weights (within). Only real cells: Otava's square grid leaves the cells with κ > M at 0, so a
+    window whose every Q is negative splits at a meaningless cell there."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        j, tau = np.divmod(np.arange((size - 1) ** 2), size - 1)
+        j, tau = j + 1, tau + 1
+        keep = j + tau <= size
+        self.j, self.tau, self.kappa = j[keep], tau[keep], (j + tau)[keep]
+        kappa, t = self.kappa.astype(float), self.tau.astype(float)
+        self.a = 2 / kappa
         with np.errstate(divide="ignore", invalid="ignore"):
-            b = np.where(valid & (tau > 1), 2 * (kappa - tau) / (kappa * (tau - 1)), 0.0)
-            c = np.where(valid & (kappa - tau > 1), 2 * tau / (kappa * (kappa - tau - 1)), 0.0)
-        _COEFFICIENTS[m] = (np.where(valid, a, 1.0), np.where(valid, a + b, 0.0), np.where(valid, a + c, 0.0))
-    return _COEFFICIENTS[m]
+            b = np.where(t > 1, 2 * (kappa - t) / (kappa * (t - 1)), 0.0)
+            c = np.where(kappa - t > 1, 2 * t / (kappa * (kappa - t - 1)), 0.0)
+        self.ab, self.ac = self.a + b, self.a + c
+        self._within: dict[int, np.ndarray] = {}
+
+    def within(self, m: int) -> np.ndarray:
+        """The positions of the cells with κ <= M, in order."""
+        if m not in self._within:
+            self._within[m] = np.flatnonzero(self.kappa <= m)
+        return self._within[m]
+
+
+@functools.cache
+def _grid(size: int) -> _Grid:
+    return _Grid(size)
 
 
 # --- a metric over many runs: the prediction interval, change points ------------------------------
@@ -445,9 +470,13 @@ def change_points(
     kept, prep, log = _prepare(series, window, log)
     if prep is None:
         return []
-    first_pass = max_pvalue * 10 if max_pvalue < 0.05 else max_pvalue * 2 if max_pvalue < 0.5 else max_pvalue
-    found = _merge(split(prep, window, first_pass), prep, max_pvalue, min_magnitude, log)
+    found = _merge(split(prep, window, first_pass(max_pvalue)), prep, max_pvalue, min_magnitude, log)
     return [dataclasses.replace(cp, index=int(kept[cp.index])) for cp in found]
+
+
+def first_pass(max_pvalue: float) -> float:
+    """The split's p-value for a candidate (Otava's "weak" points), the merge keeping MAX_PVALUE."""
+    return max_pvalue * 10 if max_pvalue < 0.05 else max_pvalue * 2 if max_pvalue < 0.5 else max_pvalue
 
 
 def merged(
@@ -496,16 +525,18 @@ def _merge(
     right neighbour and the one after it, leaving the left one's stale statistics)."""
     points = list(weak)
     stats = [_stats(points, i, prep, log) for i in range(len(points))]
+    pvalues = [cp.pvalue for cp in stats]  # stats' p-values, kept beside them: max() reads them in C
     while points:
-        weakest = max(range(len(points)), key=lambda i: stats[i].pvalue)
-        if stats[weakest].pvalue < max_pvalue:
+        weakest = max(range(len(points)), key=pvalues.__getitem__)
+        if pvalues[weakest] < max_pvalue:
             weakest = min(range(len(points)), key=lambda i: _magnitude(stats[i]))
             if _magnitude(stats[weakest]) > min_magnitude:
                 break
-        del points[weakest], stats[weakest]
+        del points[weakest], stats[weakest], pvalues[weakest]
         for i in (weakest - 1, weakest):
             if 0 <= i < len(points):
                 stats[i] = _stats(points, i, prep, log)
+                pvalues[i] = stats[i].pvalue
     return [_stats(points, i, prep, log, exact=True) for i in range(len(points))]
 
 
@@ -679,7 +710,7 @@ def series_changes(
     for type_, name, metric, y, points, floor, _ in found:
         q = {cp.index: next(qvalues) for cp in points}
         kept = [cp for cp in points if q[cp.index] <= fdr]
-        if len(kept) < len(points):  # the survivors re-tested between their new neighbours
+        if kept and len(kept) < len(points):  # the survivors re-tested between their new neighbours
             survivors = [cp.index for cp in kept]
             kept = merged(y, survivors, max_pvalue=max_pvalue, min_magnitude=floor, log=True)
         for cp in kept:

@@ -46,11 +46,13 @@ a request name that some runs lack is left out of that file. Then, with Otava in
 
 from __future__ import annotations
 
+import array
 import csv
 import functools
 import itertools
 import json
 import math
+import operator
 import os
 import re
 import sqlite3
@@ -443,6 +445,18 @@ _RUN_COLUMNS = ("id", "run_key", "run_id", "started_at", "git_commit", "branch",
 _STAT_COLUMNS = ("run", "type", "name", *METRICS, "exact")
 _REAL = frozenset(METRICS) - {"requests", "failures"}
 """The metrics stored as DOUBLE PRECISION (the rest are NOT NULL counts)."""
+_TYPE, _NAME, _RUN = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
+"""A series row's type, name and run id (Store.series)."""
+
+
+def _reals(values: list[Any]) -> list[float]:
+    """A REAL column's VALUES with NULL (None) as NaN. array('d') takes floats at C speed and refuses
+    None: the cell-by-cell pass only where there is a NULL (10x faster than `None in values`)."""
+    try:
+        array.array("d", values)
+    except TypeError:
+        return [math.nan if v is None else v for v in values]
+    return values
 
 
 def open_store(spec: str | Path = DEFAULT_PATH) -> Store:
@@ -618,12 +632,56 @@ class Store:
             params,
         )
         out = Series(runs=[_record(r) for r in runs])
-        position = {r.id: i for i, r in enumerate(out.runs)}
+        # In the primary key's order (run, type, name): no sort for the engine. A configuration
+        # whose every run has every name (the usual case) is then a table of n runs x K names,
+        # each name's column one slice of it, K apart.
         rows = self._db.rows(
             f"SELECT type, name, run, {', '.join(metrics)} FROM history_stats WHERE run IN ({picked}) "
-            "ORDER BY type, name",
+            "ORDER BY run, type, name",
             params,
         )
+        if not self._columns_dense(out, rows, metrics):
+            # Some run lacks a name: name by name, as the engine orders the names.
+            rows = self._db.rows(
+                f"SELECT type, name, run, {', '.join(metrics)} FROM history_stats WHERE run IN ({picked}) "
+                "ORDER BY type, name",
+                params,
+            )
+            self._columns_sparse(out, rows, metrics)
+        return out
+
+    @staticmethod
+    def _columns_dense(out: Series, rows: list[tuple[Any, ...]], metrics: Sequence[str]) -> bool:
+        """OUT's values from ROWS (ordered by run, type and name) when every run of OUT has the
+        same names, one row each; False (OUT untouched) when not."""
+        n = len(out.runs)
+        names = len(rows) // n if n else 0
+        if not names or len(rows) != n * names:
+            return False
+        by_id = sorted(r.id for r in out.runs)
+        blocks = [rows[k::names] for k in range(names)]  # row k of every run
+        for block in blocks:  # every run has the name at the same place, runs in id order
+            type_, name = block[0][:2]
+            if (list(map(_RUN, block)) != by_id or list(map(_TYPE, block)).count(type_) != n
+                    or list(map(_NAME, block)).count(name) != n):  # fmt: skip
+                return False
+        # positions are by started_at then id: ids out of that order (an older run added later)
+        rank = {run_id: i for i, run_id in enumerate(by_id)}
+        order = [rank[r.id] for r in out.runs]
+        if order != list(range(n)):
+            blocks = [[block[i] for i in order] for block in blocks]
+        for block in blocks:
+            per = out.values[block[0][:2]] = {}
+            for j, m in enumerate(metrics, start=3):
+                values = list(map(operator.itemgetter(j), block))
+                # The drivers give REAL columns as float already (None: NULL); counts (BIGINT) need float().
+                per[m] = _reals(values) if m in _REAL else [float(v) for v in values]
+        return True
+
+    @staticmethod
+    def _columns_sparse(out: Series, rows: list[tuple[Any, ...]], metrics: Sequence[str]) -> None:
+        """OUT's values from ROWS ordered by type and name, NaN where a run lacks the name."""
+        position = {r.id: i for i, r in enumerate(out.runs)}
         nan, n = math.nan, len(out.runs)
         # Column by column per name (10,000 runs x 11 names: 3x faster than cell by cell).
         for key, group in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
@@ -642,7 +700,6 @@ class Store:
                     per[m] = [nan] * n
                     for i, v in zip(where, values, strict=True):
                         per[m][i] = v
-        return out
 
     def histograms(self, run_ids: Iterable[int], type_: str, name: str) -> dict[int, str]:
         """{run id: encoded whole-run histogram} of NAME (request TYPE_) in those runs that have one."""
@@ -725,10 +782,8 @@ def _filters(equal: dict[str, str]) -> tuple[str, list[Any]]:
 
 
 def _record(row: Sequence[Any]) -> RunRecord:
-    values = dict(zip(_RUN_COLUMNS, row, strict=True))
-    values["load"] = _load(values["load"])
-    values["id"] = int(values["id"])
-    return RunRecord(**values)
+    # positionally: _RUN_COLUMNS are RunRecord's fields in order (10,000 runs: 2x faster than by name)
+    return RunRecord(int(row[0]), *row[1:10], _load(row[10]), *row[11:])
 
 
 # --- backfill: a tree of run folders --------------------------------------------------------------
