@@ -54,6 +54,7 @@ class Outcome:
     method: str = METHOD  # the gate against history has its own (compare/trend.py GATE_METHOD)
     detectable: dict[str, float] = field(default_factory=dict)  # the gate: metric -> change it would catch
     ci_note: str = ""  # the gate: its CIs' levels (each row's share of the whole gate's), for the header
+    sequential: dict | None = None  # make ab with BUDGET: the last look (compare/sequential.py Look.to_json)
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -116,6 +117,8 @@ def header(outcome: Outcome) -> list[str]:
     ]
     if outcome.detectable:
         out.append(catches(outcome))
+    if outcome.sequential:
+        out.append(sequential_note(outcome.sequential))
     if min(len(outcome.baseline), len(outcome.candidate)) == 1 and outcome.method == METHOD:
         # (the gate against history learns the run-to-run variance from the past runs)
         out.append(
@@ -156,6 +159,22 @@ def catches(outcome: Outcome) -> str:
     return "would catch (9 times in 10, Aggregated): " + ", ".join(said)
 
 
+def sequential_note(look: dict) -> str:
+    """The sequential decision in one line: which look, whether every gated row was decisive, and
+    that the gated rows' CIs are the design's repeated CIs (with their constants)."""
+    cs = sorted({r["c"] for r in look["rows"] if r["c"] is not None})
+    state = "every gated row decisive" if look["decided"] else "not every gated row decisive"
+    where = f"look at pair {look['pairs']} of {look['max_pairs']} (first look {look['first_look']})"
+    if look["pairs"] < look["first_look"]:
+        return f"sequential: {where}: too few pairs for a look; the CIs are the fixed design's"
+    return (
+        f"sequential: stopped at the {where}, {state}; the CIs of "
+        f"{', '.join(sorted({r['metric'] for r in look['rows']}))} are repeated CIs "
+        "of a group-sequential paired design (pairs in time, d = log(B/A) per pair; Pocock-type "
+        f"constant c = {', '.join(f'{c:.2f}' for c in cs)}), the change the pairs' geometric mean"
+    )
+
+
 def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else round(value, 6)
 
@@ -173,6 +192,7 @@ def to_json(outcome: Outcome) -> dict:
         },
         "rounded": outcome.rounded,
         **({"detectable": {m: _num(v) for m, v in outcome.detectable.items()}} if outcome.detectable else {}),
+        **({"sequential": outcome.sequential} if outcome.sequential else {}),
         "settings_differ": [s.__dict__ for s in outcome.settings],
         "names_only_in_baseline": outcome.names.baseline_only,
         "names_only_in_candidate": outcome.names.candidate_only,

@@ -63,6 +63,10 @@ CHUNK = 20_000
 SEED = 20_000
 """The constant's Monte Carlo seed: the same (K, first look, alpha), the same c, in every process."""
 
+METRICS = ("throughput", "p50", "p90", "p95", "p99")
+"""The metrics a sequential look judges (the error rate is left to the final comparison: module
+docstring)."""
+
 MAX_PAIRS = 200
 """The most pairs (looks) a design plans: a budget of hours with 5 s runs would otherwise plan
 thousands, and each further look costs a little power (c grows with K) for a pair-time nobody
@@ -143,6 +147,7 @@ class RowLook:
             "name": self.name, "metric": self.metric, "pairs": self.pairs, "mean_log": num(self.mean),
             "sd_log": num(self.sd), "c": num(self.c), "alpha": num(self.alpha),
             "change": num(math.expm1(self.mean)), "rci": [num(self.low), num(self.high)],
+            "half_log": num(self.half),
             "verdict": self.verdict, "pairs_needed": _needed(self.needed),
         }  # fmt: skip
 
@@ -192,6 +197,13 @@ def log_ratios(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     reads one: no log of 0); NaN where either is missing."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return np.log(np.maximum(y, QUANTUM)) - np.log(np.maximum(x, QUANTUM))
+
+
+def level(values: Sequence[float]) -> float:
+    """A side's level from its runs' figures: their geometric mean (NaN: none)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(np.exp(np.mean(np.log(np.maximum(x, QUANTUM))))) if len(x) else math.nan
 
 
 def look(
