@@ -140,6 +140,9 @@ def run_with_baseline(
     """RUN (compose or swarm) the headless run, then compare the folder it made with BASELINE (STORE:
     the history store of BASELINE=history), then (RECORD: a history store) add it to the history:
     after the gate, so a run is never its own baseline."""
+    budget = gate_budget(chosen.environ, baseline)
+    if budget is not None:
+        return gate_until_decided(run, chosen, budget, record, store)
     if baseline is None and record is None:
         return run(chosen)
     results = results_dir(chosen.environ)
@@ -154,6 +157,112 @@ def run_with_baseline(
     if record is not None:
         record_runs([m.parent for m in made], record)
     return code
+
+
+# --- BASELINE=history with BUDGET: the gate buys runs ------------------------------------------------
+#
+# The candidate run is repeated until the gate (`swarmbench compare RUNS --history`, which takes a
+# folder of repeats) is decisive for every row, or the budget is spent. K, the runs the budget buys,
+# is fixed after the first run from its time; each look gates the runs so far at a whole-gate level
+# of alpha / K (Bonferroni over the K looks; inside a look, the gate's own weighted Bonferroni over
+# its rows), so the sequence as a whole fails an unchanged service at most alpha of the time.
+
+GATE_ALPHA = 0.05
+"""The whole sequence's false-alarm rate (the gate's own default: --confidence 95)."""
+
+MAX_GATE_RUNS = 20
+"""The most candidate runs one gate sequence plans: alpha / K shrinks with K, so each look's
+intervals widen (t quantile at 0.05/20/rows), and the gate reads only its window of past runs."""
+
+GATE_FOLDER = "gate-"
+"""The candidate runs of a gate sequence go into results/gate-<UTC second>/ (a folder of repeats the
+gate reads as one candidate); its comparisons into results/gate-<...>-vs-history/ (look-1, ... and
+the last look's verdict itself)."""
+
+
+def gate_budget(env: Mapping[str, str], baseline: Path | str | None) -> int | None:
+    """BUDGET (seconds) when BASELINE=history; None without BUDGET or without a baseline (a plain
+    run ignores it). UsageError, before anything runs, for a bad value or a folder baseline."""
+    value = env.get("BUDGET", "").strip()
+    if not value or baseline is None:
+        return None
+    seconds = S.timespan_seconds("BUDGET", value)
+    if baseline != HISTORY:
+        raise UsageError(
+            f"BUDGET={value!r} buys runs for BASELINE=history and make ab; a saved BASELINE folder is "
+            "compared with one run (unset BUDGET)"
+        )
+    return seconds
+
+
+def gate_until_decided(
+    run: Callable[[Headless], int], chosen: Headless, budget: int, record: str | None, store: str | None
+) -> int:
+    """Repeat the candidate run into results/gate-<UTC>/ and gate the runs so far after each, at a
+    whole-gate alpha of GATE_ALPHA / K, until a row is regressed or none is inconclusive (or the
+    gate has no verdict), or K runs are done or the budget is spent; the last look's comparison is
+    written again beside the folder, as a single run's is. The exit code as run_with_baseline's."""
+    results = results_dir(chosen.environ)
+    folder = create_run_dir(results, f"{GATE_FOLDER}{datetime.now(UTC):%Y%m%dT%H%M%SZ}", explicit=False)
+    each = replace(chosen, environ={**chosen.environ, "SWARMBENCH_RESULTS": str(folder)})
+    looks_dir = out_dir(folder, HISTORY)
+    t0, k, planned, made, code = time.monotonic(), 0, MAX_GATE_RUNS, [], exits.OK
+    while True:
+        k += 1
+        started = time.monotonic()
+        before = run_folders(folder)
+        code = run(each)
+        new = sorted(run_folders(folder) - before)
+        if not new or code not in exits.MEASURED:
+            why = "no run folder was written" if not new else f"the run exited {code}"
+            print(f"swarmbench: {why}: the gate sequence stops", file=sys.stderr)
+            if not made:
+                return code or exits.RUN_FAILED
+            code = code or exits.RUN_FAILED
+            break
+        made += [m.parent for m in new]
+        if k == 1:
+            planned = max(1, min(MAX_GATE_RUNS, math.floor(budget / (time.monotonic() - started))))
+            level = 1 - GATE_ALPHA / planned
+            print(f"swarmbench: a run takes {fmt_duration(time.monotonic() - started)}: at most "
+                  f"{planned} runs in BUDGET={fmt_duration(budget)}, each look's gate at {level:.2%}",
+                  file=sys.stderr)  # fmt: skip
+        found = gate_look(folder, looks_dir / f"look-{k}", planned, store)
+        counts = (found or {}).get("verdicts") or {}
+        # Decided: no row inconclusive, or a row regressed (the gate fails whatever later runs show:
+        # each look's intervals hold at its alpha / K, all K looks together at alpha).
+        left = 0 if counts.get("regressed") else counts.get("inconclusive", 0)
+        spent = time.monotonic() - t0
+        said = "no verdict" if not counts else f"{left} inconclusive" if left else "decided"
+        print(f"swarmbench: gate look {k}/{planned} ({k} run(s), {fmt_duration(spent)} spent): {said}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if not counts or not left or k >= planned or spent + spent / k > budget * BUDGET_SLACK:
+            break
+    final = subprocess.run(gate_look_command(folder, looks_dir, planned, store), cwd=find_checkout())
+    if record is not None:
+        record_runs(made, record)  # after the gate: a run is never its own baseline
+    return code or final.returncode  # the runs' own code when not 0, as compare_with_baseline
+
+
+def gate_look_command(folder: Path, out: Path, planned: int, store: str | None) -> list[str]:
+    """`swarmbench compare FOLDER -o OUT --confidence C --history [STORE]`, C = 1 - GATE_ALPHA / PLANNED
+    (in percent): the whole gate's level of one look of a sequence of PLANNED."""
+    level = ("--confidence", f"{100 * (1 - GATE_ALPHA / planned):.6g}")
+    return [*cmdline.PROGRAM, *cmdline.compare(folder, out, history=store or "", options=level)]
+
+
+def gate_look(folder: Path, out: Path, planned: int, store: str | None) -> dict | None:
+    """One look: the gate of the runs in FOLDER so far into OUT, its output kept in OUT (quiet here);
+    its compare.json (None when it wrote none)."""
+    res = subprocess.run(
+        gate_look_command(folder, out, planned, store), cwd=find_checkout(), capture_output=True, text=True
+    )
+    if res.returncode not in (exits.OK, exits.THRESHOLDS_BROKEN):
+        sys.stderr.write(res.stderr)
+    try:
+        return json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 # --- make ab: A and B interleaved -----------------------------------------------------------------
@@ -674,11 +783,8 @@ def one_look(s: AbSettings, root: Path, seq: dict, k: int) -> str | None:
     if k < seq["first_look"] or seq["max_pairs"] is None:
         print(f"{head}: the first look is at pair {seq['first_look']}", file=sys.stderr, flush=True)
         return None
-    words = cmdline.compare(
-        root / "B", root, baseline=root / "A", options=s.compare_args,
-        sequential=(seq["max_pairs"], seq["first_look"]), look=True,
-    )  # fmt: skip
-    res = subprocess.run([*cmdline.PROGRAM, *words], cwd=find_checkout(), capture_output=True, text=True)
+    command = look_command(s, root, (seq["max_pairs"], seq["first_look"]))
+    res = subprocess.run(command, cwd=find_checkout(), capture_output=True, text=True)
     if res.returncode != 0:
         sys.stderr.write(res.stderr)
         print(f"{head}: the look failed (exit {res.returncode}); stopping", file=sys.stderr)
@@ -697,6 +803,16 @@ def one_look(s: AbSettings, root: Path, seq: dict, k: int) -> str | None:
     )
     print(f"{head}: {look_line(found, seq)}", file=sys.stderr, flush=True)
     return "decided" if found["decided"] else None
+
+
+def look_command(s: AbSettings, root: Path, design: tuple[int, int]) -> list[str]:
+    """`swarmbench compare A B [COMPARE_ARGS] --sequential K --first-look F --look`: one look of the
+    sequential DESIGN at the runs so far, its decision state as JSON on stdout."""
+    a, b = root / "A", root / "B"
+    return [
+        *cmdline.PROGRAM,
+        *cmdline.compare(b, root, baseline=a, options=s.compare_args, sequential=design, look=True),
+    ]
 
 
 def look_line(found: dict, seq: dict) -> str:
