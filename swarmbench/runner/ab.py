@@ -796,7 +796,7 @@ def one_look(s: AbSettings, root: Path, seq: dict, k: int) -> str | None:
             "decided": found["decided"],
             "spent_s": seq["spent_s"],
             "rows": [
-                {k_: r[k_] for k_ in ("name", "metric", "pairs", "c", "change", "rci", "verdict")}
+                {k_: r[k_] for k_ in ("name", "metric", "pairs", "c", "sd_log", "change", "rci", "verdict")}
                 for r in found["rows"]
             ],
         }
