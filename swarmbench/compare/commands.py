@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from collections.abc import Mapping
@@ -209,14 +210,13 @@ def sequential_design(args: argparse.Namespace, opts: dict) -> tuple[int, int] |
 def paired_look(
     baseline: list, candidate: list, names: list[str], opts: dict, max_pairs: int, first: int
 ) -> sequential.Look:
-    """The sequential design's look at these runs: the i-th baseline run (in start order) paired with
-    the i-th candidate run (make ab's A B B A order makes them neighbours in time), every (name,
+    """The sequential design's look at these runs, paired by paired_runs (make ab's A B B A order
+    makes a pair's runs neighbours in time), every (name,
     metric) of the gated metrics (the error rate is the final comparison's), the family's alpha 1 -
     confidence shared as the history gate shares its own (history_stats.row_alphas)."""
     from swarmbench.compare.history_stats import row_alphas
 
-    a = sorted(baseline, key=lambda r: str(r.manifest.started_at))
-    b = sorted(candidate, key=lambda r: str(r.manifest.started_at))
+    a, b = paired_runs(baseline, candidate)
     n = min(len(a), len(b))
     metrics = [m for m in opts["metrics"] if m in sequential.METRICS]
     g, side_a, side_b = sides.build(a[:n], b[:n], names)
@@ -233,6 +233,23 @@ def paired_look(
         baselines=levels,
         first=first,
     )
+
+
+PAIRED_RUN = re.compile(r"^[ab](\d+)$")
+"""make ab's run folders: a1, b1, b2, a2, ... (runner/ab.py schedule): a<k> and b<k> are pair k."""
+
+
+def paired_runs(baseline: list, candidate: list) -> tuple[list, list]:
+    """The runs of both sides in pair order: make ab's a<k> with b<k> (a pair whose other run
+    failed is left out, not paired with a later run), else the i-th run of each side by start."""
+    numbers = [PAIRED_RUN.match(r.path.name) for r in baseline + candidate]
+    if all(numbers):
+        a = {int(PAIRED_RUN.match(r.path.name).group(1)): r for r in baseline}
+        b = {int(PAIRED_RUN.match(r.path.name).group(1)): r for r in candidate}
+        both = sorted(set(a) & set(b))
+        return [a[k] for k in both], [b[k] for k in both]
+    by_start = sorted(baseline, key=lambda r: str(r.manifest.started_at))
+    return by_start, sorted(candidate, key=lambda r: str(r.manifest.started_at))
 
 
 def sequential_rows(rows: list[report.Row], state: sequential.Look) -> list[report.Row]:

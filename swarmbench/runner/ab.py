@@ -727,6 +727,7 @@ def pairs_loop(
             spent = spent0 + time.monotonic() - t0
             if todo and seq["pair_s"] and spent + seq["pair_s"] > BUDGET_SLACK * seq["budget_s"]:
                 seq["stopped"] = "budget spent"
+                k -= 1  # this pair is not run
                 break
             for p in pair:
                 p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
