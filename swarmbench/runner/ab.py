@@ -35,6 +35,9 @@ run (it has no run.json).
   the comparison's own parser (the check the command line passes in: cli.check_compare_args).
 - Exit code: the comparison's (3 regressed, 0 otherwise, 2 bad input); 1 when a run failed and
   nothing regressed; 130 on Ctrl-C. Bad settings: one line, exit 2, before anything runs.
+- BUDGET (a duration): the sequential design: pairs until every gated metric is decisive or the
+  budget is spent, a look after each (run_sequential); without it, REPEATS runs a side as above.
+  With BASELINE=history, BUDGET makes the gate buy candidate runs (gate_until_decided).
 """
 
 from __future__ import annotations
@@ -704,8 +707,6 @@ def pairs_loop(
 ) -> bool:
     """The pairs, one look after each from the first look on; SEQ (ab.json's `sequential`) updated
     and ab.json rewritten after each run; whether the user interrupted."""
-    from swarmbench.runner.sweep import run_point
-
     logs = root / LOGS_DIR
     logs.mkdir(parents=True, exist_ok=True)
     what = f"A {describe(s, 'A')} vs B {describe(s, 'B')}"
@@ -732,30 +733,12 @@ def pairs_loop(
             for p in pair:
                 p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
             started = time.monotonic()
-            for i, p in enumerate(todo, 1):
-                side = p.id[0].upper()
-                runner.env, runner.sweep_dir = side_env(s, env, side), root / side
-                (root / side).mkdir(exist_ok=True)
-                if run_point(runner, runner.s, root / side, p, logs, progress, i, len(todo) - i):
-                    interrupted = True
-                    break
-                if p.status != "done":
-                    print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
-                elif record is not None:
-                    record_runs([root / side / p.id], record)
-                seq["spent_s"] = round(spent0 + time.monotonic() - t0, 1)
-                save_points(root, s, env, points, "running", seq)
-            if interrupted:
+            if run_pair(s, runner, root, env, points, todo, (logs, progress), record, seq, (t0, spent0)):
+                interrupted = True
                 break
             if todo and seq["pair_s"] is None and len(todo) == 2:
                 seq["pair_s"] = round(time.monotonic() - started, 1)
-            if seq["max_pairs"] is None and seq["pair_s"]:
-                seq["max_pairs"] = planned_pairs(seq["budget_s"], seq["pair_s"], seq["first_look"])
-                print(
-                    f"swarmbench ab: a pair takes {fmt_duration(seq['pair_s'])}: at most "
-                    f"{seq['max_pairs']} pairs in {fmt_duration(seq['budget_s'])}",
-                    file=sys.stderr,
-                )
+            plan(seq)
             if not todo and k < len(points) // 2:
                 continue  # done before a resume: its look was recorded then
             seq["stopped"] = one_look(s, root, seq, k)
@@ -770,6 +753,50 @@ def pairs_loop(
         state = "interrupted" if interrupted else "complete" if complete else "incomplete"
         save_points(root, s, env, points, state, seq)
     return interrupted
+
+
+def run_pair(
+    s: AbSettings,
+    runner: PointRunner,
+    root: Path,
+    env: dict[str, str],
+    points: list[SweepPoint],
+    todo: list[SweepPoint],
+    log: tuple[Path, Progress],
+    record: str | None,
+    seq: dict,
+    clock: tuple[float, float],
+) -> bool:
+    """TODO (a pair's runs not done yet), each by the sweep's run_point, ab.json rewritten after each
+    with the time spent (CLOCK: this session's start and the time spent before it); whether the
+    user interrupted."""
+    from swarmbench.runner.sweep import run_point
+
+    logs, progress = log
+    for i, p in enumerate(todo, 1):
+        side = p.id[0].upper()
+        runner.env, runner.sweep_dir = side_env(s, env, side), root / side
+        (root / side).mkdir(exist_ok=True)
+        if run_point(runner, runner.s, root / side, p, logs, progress, i, len(todo) - i):
+            return True
+        if p.status != "done":
+            print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+        elif record is not None:
+            record_runs([root / side / p.id], record)
+        seq["spent_s"] = round(clock[1] + time.monotonic() - clock[0], 1)
+        save_points(root, s, env, points, "running", seq)
+    return False
+
+
+def plan(seq: dict) -> None:
+    """K, once the first pair's time is known: the pairs the budget buys (said in one line)."""
+    if seq["max_pairs"] is None and seq["pair_s"]:
+        seq["max_pairs"] = planned_pairs(seq["budget_s"], seq["pair_s"], seq["first_look"])
+        print(
+            f"swarmbench ab: a pair takes {fmt_duration(seq['pair_s'])}: at most "
+            f"{seq['max_pairs']} pairs in {fmt_duration(seq['budget_s'])}",
+            file=sys.stderr,
+        )
 
 
 def _extend(points: list[SweepPoint], pairs: int) -> list[SweepPoint]:
