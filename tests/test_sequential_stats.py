@@ -15,6 +15,7 @@ from swarmbench.compare import sequential as S
 from swarmbench.compare.history_stats import row_alphas
 from swarmbench.compare.stats import t_quantile
 from swarmbench.core.checks import AGGREGATED, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED
+from swarmbench.runner import ab
 
 SEQUENCES = 5000
 """Simulated sequences of the false-alarm figure: a 5 % rate has a Monte Carlo SD of 0.3 % here."""
@@ -64,7 +65,9 @@ def test_the_constant_grows_with_the_looks_and_the_rows():
     assert S.constant(10, 0.025 / 6) > S.constant(10, 0.025)
     # From 5 pairs on, the 2-degree-of-freedom first looks are gone: a much smaller constant.
     assert S.constant(10, 0.025, first=5) < 0.75 * c[10]
-    assert S.planned_pairs(300, 50) == 6 and S.planned_pairs(300, 200) == S.FIRST_LOOK
+    # K: what the budget buys at the first pair's time (the runner's, which cannot import numpy).
+    assert ab.planned_pairs(300, 50, S.FIRST_LOOK) == 6 and ab.planned_pairs(300, 200, 3) == 3
+    assert ab.planned_pairs(3600, 1, 3) == S.MAX_PAIRS == ab.MAX_PAIRS and ab.FIRST_LOOK == S.FIRST_LOOK
 
 
 def test_identical_sides_raise_at_most_five_percent_false_alarms_a_naive_design_far_more():

@@ -98,13 +98,6 @@ def constant(pairs: int, alpha: float, first: int = FIRST_LOOK) -> float:
     return float(np.quantile(_max_t(pairs, first), 1 - 2 * alpha))
 
 
-def planned_pairs(budget_s: float, pair_s: float, first: int = FIRST_LOOK) -> int:
-    """K: the pairs the budget buys at the first pair's measured time, at least FIRST (the first
-    look), at most MAX_PAIRS."""
-    fits = math.floor(budget_s / pair_s) if pair_s > 0 else MAX_PAIRS
-    return max(first, min(MAX_PAIRS, fits))
-
-
 @dataclass(frozen=True)
 class RowLook:
     """One gated row at one look: its pairs, the mean and SD of d (log scale), the constant and the
