@@ -837,10 +837,8 @@ def look_command(s: AbSettings, root: Path, design: tuple[int, int]) -> list[str
     """`swarmbench compare A B [COMPARE_ARGS] --sequential K --first-look F --look`: one look of the
     sequential DESIGN at the runs so far, its decision state as JSON on stdout."""
     a, b = root / "A", root / "B"
-    return [
-        *cmdline.PROGRAM,
-        *cmdline.compare(b, root, baseline=a, options=s.compare_args, sequential=design, look=True),
-    ]
+    o = s.compare_args
+    return [*cmdline.PROGRAM, *cmdline.compare(b, root, baseline=a, options=o, sequential=design, look=True)]
 
 
 def look_line(found: dict, seq: dict) -> str:
