@@ -315,6 +315,21 @@ def compare_parser(sub) -> argparse.ArgumentParser:
         metavar="RUN",
         help="a duet run (or a folder of them: DUET=1 make ab) compared side A against side B in pairs",
     )
+    p.add_argument(
+        cmdline.SEQUENTIAL,
+        type=int,
+        metavar="K",
+        help="make ab with BUDGET: the sequential design's planned pairs; the runs are paired in time "
+        "and the gated rows judged by repeated CIs (docs/compare.md)",
+    )
+    p.add_argument(
+        cmdline.FIRST_LOOK, type=int, default=3, metavar="F", help="with --sequential: the first look"
+    )
+    p.add_argument(
+        cmdline.LOOK,
+        action="store_true",
+        help="with --sequential: one look, as JSON on stdout; nothing written",
+    )
     add_history(p, optional_value=True)
     p.add_argument("--branch", default="main", help="with --history: the branch whose runs are the baseline")
     add_load(p)
@@ -583,8 +598,10 @@ def check_compare_args(words: list[str], aa: bool) -> None:
         "out": "-o",
         "calibrate": "--calibrate",
         "duet": cmdline.DUET,
+        "sequential": "--sequential (BUDGET)",
     }
-    given = [name for name in set_by_ab if getattr(args, name) is not None]
+    given = [name for name in set_by_ab if getattr(args, name) is not None] + (["look"] if args.look else [])
+    set_by_ab["look"] = "--look (BUDGET)"
     if given:
         raise UsageError(f"{set_by_ab[given[0]]} is set by make ab, not by COMPARE_ARGS")
     from swarmbench.compare.commands import check_noise_file, options

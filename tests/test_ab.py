@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -32,11 +33,15 @@ test asks for 3 repeats x 6 s: with 2 a side, each side's spread rests on one de
 one CI run called 2 of 24 metrics `improved` on identical settings."""
 
 
-def ab(results: Path, binary: Path | None, timeout: float = 300, **settings: str):
+def _env(results: Path, binary: Path | None, **settings: str) -> dict[str, str]:
     env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(results), "AB_ID": "ab", **settings}
     if binary:
         env["SWARMBENCH_TARGET_BIN"] = str(binary)
-    res = run_module("swarmbench", "ab", env=env, timeout=timeout)
+    return env
+
+
+def ab(results: Path, binary: Path | None, timeout: float = 300, **settings: str):
+    res = run_module("swarmbench", "ab", env=_env(results, binary, **settings), timeout=timeout)
     return res.returncode, res.stdout + res.stderr, results / "ab"
 
 
@@ -95,6 +100,41 @@ def test_a_b_ten_more_milliseconds_is_a_regression(albums_binary, tmp_path):
     assert not (root / "A" / "compare-noise.json").exists()  # A/B never writes a calibration
 
 
+@QUIET
+def test_a_budget_buys_pairs_and_stops_early_once_the_change_is_decided(albums_binary, tmp_path):
+    # 10 ms against 30 ms of service time, looked at after every pair: decided at the first look
+    # (pair 3) or soon after, long before the pairs the 3-minute budget buys (~20 s a pair here).
+    code, printed, root = ab(
+        tmp_path,
+        albums_binary,
+        A="ALBUMS_DELAY=10ms",
+        B="ALBUMS_DELAY=30ms",
+        BUDGET="3m",
+        RUN_TIME="3s",
+        COMPARE_ARGS="--metrics p50,p95 --names Aggregated",
+    )
+    assert code == 3, printed
+    seq = _state(root)["sequential"]
+    done = seq["looks"][-1]["pairs"]
+    assert seq["stopped"] == "decided" and seq["budget_s"] == 180, seq
+    assert 3 <= done < seq["max_pairs"], seq  # it stopped early
+    assert "pair 1/" in printed and "pair 2/" in printed and "the first look is at pair 3" in printed
+    # One line per look: what it could catch now, per gated metric, and the time to decide.
+    lines = re.findall(r"pair \d+/\d+: catches now p50 ±[\d.]+%, p95 ±[\d.]+%; .*", printed)
+    assert len(lines) == done - 2 and lines[-1].endswith("decided (p50 regressed, p95 regressed)"), printed
+    assert sorted(p.name for p in (root / "B").iterdir()) == [f"b{i}" for i in range(1, done + 1)]
+    found = json.loads((root / "compare" / "compare.json").read_text())
+    assert found["sequential"]["decided"] and found["sequential"]["pairs"] == done
+    assert {r["metric"]: r["verdict"] for r in found["results"]} == {"p50": "regressed", "p95": "regressed"}
+    assert "sequential: stopped at the look at pair" in (root / "compare" / "compare.txt").read_text()
+    # The same AB_ID again: the sequence ended, nothing runs; compared again (the first kept).
+    again = run_module("swarmbench", "ab", env=_env(tmp_path, albums_binary, BUDGET="3m", RUN_TIME="3s",
+        A="ALBUMS_DELAY=10ms", B="ALBUMS_DELAY=30ms", COMPARE_ARGS="--metrics p50,p95 --names Aggregated"),
+        timeout=60)  # fmt: skip
+    assert again.returncode == 3 and "the sequence ended (decided)" in again.stderr, again.stderr[-2000:]
+    assert (root / "compare-2" / "compare.json").is_file()
+
+
 @pytest.fixture
 def two_hosts(albums_binary):
     fast, slow = Target(albums_binary, ALBUMS_DELAY="2ms"), Target(albums_binary, ALBUMS_DELAY="12ms")
@@ -136,6 +176,12 @@ def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
         (dict(COMPARE_ARGS="--metrics p50"), "an A/A run's noise floor takes --min-effect"),
         (dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", COMPARE_ARGS="--metrics p51"), "unknown p51"),
         (dict(COMPARE_ARGS="'open"), 'COMPARE_ARGS="\'open": No closing quotation'),
+        (dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", BUDGET="5q"), "BUDGET='5q' is not a duration"),
+        (dict(A="ALBUMS_DELAY=1ms", BUDGET="1m"), "BUDGET with an A/A run"),
+        (
+            dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", COMPARE_ARGS="--sequential 5"),
+            "--sequential (BUDGET) is set by make ab",
+        ),
         (
             dict(A="ALBUMS_DELAY=1ms", B="ALBUMS_DELAY=2ms", COMPARE_ARGS="--noise no-such-noise.json"),
             "COMPARE_ARGS='--noise no-such-noise.json': --noise: no-such-noise.json:",

@@ -90,6 +90,23 @@ def test_a_duet_compares_its_two_sides_in_pairs(compare_args):
         assert (args.min_effect, args.metrics, args.seed) == (3.0, "p95", 7)
 
 
+@pytest.mark.parametrize("compare_args", [(), ("--min-effect", "3", "--metrics", "p50,p95")])
+def test_make_ab_with_a_budget_looks_then_compares_with_its_design(compare_args):
+    root, s = Path("/r/results/ab"), ab_settings(False, compare_args)
+    look = parsed(ab.look_command(s, root, (12, 4)))
+    assert (look.command, look.baseline, look.candidate, look.out) == (
+        "compare",
+        root / "A",
+        root / "B",
+        None,
+    )
+    assert (look.sequential, look.first_look, look.look) == (12, 4, True)
+    final = parsed(ab.sides_command(s, root, root / "compare", (12, 4)))
+    assert (final.out, final.sequential, final.first_look, final.look) == (root / "compare", 12, 4, False)
+    if compare_args:
+        assert (look.min_effect, look.metrics) == (final.min_effect, final.metrics) == (3.0, "p50,p95")
+
+
 @pytest.mark.parametrize("compare_args", [(), ("--min-effect", "2", "--confidence", "90")])
 def test_an_aa_run_measures_the_noise_floor(compare_args):
     root = Path("/r/results/ab")

@@ -190,6 +190,7 @@ def test_a_duet_of_two_hosts_starts_no_target_and_needs_no_local(two_hosts, tmp_
         (dict(LOCUST_LOCUSTFILE="locustfiles/albums.py"), "unset LOCUST_LOCUSTFILE"),
         (dict(A="ALBUMS_STORE=fast"), "A: ALBUMS_STORE='fast' is not one of"),
         (dict(COMPARE_ARGS="--metrics throughput"), "COMPARE_ARGS: a duet judges p50, p90, p95, p99 only"),
+        (dict(BUDGET="5m"), "DUET=1 with BUDGET is not built yet"),
     ],
 )
 def test_bad_duet_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):

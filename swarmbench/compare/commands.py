@@ -18,13 +18,14 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.compare import noise, report, sides, stats
+from swarmbench.compare import noise, report, sequential, sides, stats
 from swarmbench.compare.sides import CompareWarning, is_run, read_side
 from swarmbench.core import exits
 from swarmbench.core.atomic import write_atomic
@@ -126,7 +127,11 @@ def compare_command(args: argparse.Namespace) -> int:
         if args.calibrate:
             return calibrate(args.calibrate, args.seed)
         if args.history is not None:
+            if args.sequential is not None:
+                raise UsageError("--sequential pairs A and B runs; with --history use BUDGET on the run")
             return gate(args, opts)
+        if args.look and args.sequential is None:
+            raise UsageError("--look is one look of a sequential design: give --sequential K")
         if getattr(args, "load", None):
             raise UsageError(
                 "--load: only with --history (the candidate's load; two sides' loads are in their run.json)"
@@ -143,6 +148,12 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     cand_path = args.candidate or (Path(os.environ["CANDIDATE"]) if os.environ.get("CANDIDATE") else None)
     if base_path is None or cand_path is None:
         raise UsageError("give BASELINE and CANDIDATE (run folders or folders of repeats)")
+    design = sequential_design(args, opts)
+    if args.look:
+        baseline, candidate = read_side(base_path), read_side(cand_path)
+        found_names = sides.names(baseline, candidate, opts["names"])
+        print(json.dumps(paired_look(baseline, candidate, found_names.common, opts, *design).to_json()))
+        return exits.OK
     out = out_dir(args.out, [base_path, cand_path])
     baseline, candidate = read_side(base_path), read_side(cand_path)
     differ = sides.differences(baseline, candidate)
@@ -162,10 +173,15 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     a.noise = b.noise = level
     a.noise_runs, b.noise_runs = calibration.pool_runs(baseline), calibration.pool_runs(candidate)
     found = stats.compare(a, b, g, opts["metrics"], opts["confidence"], opts["seed"])
+    rows = report.rows(found, opts["min_effect"])
+    decision = None
+    if design is not None:
+        state = paired_look(baseline, candidate, found_names.common, opts, *design)
+        rows, decision = sequential_rows(rows, state), state.to_json()
     outcome = report.Outcome(
         [str(r.path) for r in baseline],
         [str(r.path) for r in candidate],
-        report.rows(found, opts["min_effect"]),
+        rows,
         found_names,
         differ,
         opts,
@@ -174,6 +190,7 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
         not all(r.exact for r in baseline + candidate),
         seen,
         pooled(a, b),
+        sequential=decision,
     )
     write(made(out, args.out is not None), outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)
@@ -220,6 +237,87 @@ def duet(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     )
     write(made(out, args.out is not None), outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)
+
+
+# --- the sequential A/B's looks (make ab with BUDGET; compare/sequential.py) ----------------------------
+
+
+def sequential_design(args: argparse.Namespace, opts: dict) -> tuple[int, int] | None:
+    """(K, first look) of --sequential K --first-look F, checked (UsageError, one line); None without."""
+    if args.sequential is None:
+        return None
+    k, first = args.sequential, args.first_look
+    if not 2 <= first <= k <= sequential.MAX_PAIRS:
+        raise UsageError(
+            f"--sequential {k} --first-look {first}: need 2 <= first look <= K <= {sequential.MAX_PAIRS}"
+        )
+    if not [m for m in opts["metrics"] if m in sequential.METRICS]:
+        raise UsageError(f"--sequential: judges {', '.join(sequential.METRICS)}; none in --metrics")
+    return k, first
+
+
+def paired_look(
+    baseline: list, candidate: list, names: list[str], opts: dict, max_pairs: int, first: int
+) -> sequential.Look:
+    """The sequential design's look at these runs, paired by paired_runs (make ab's A B B A order
+    makes a pair's runs neighbours in time), every (name,
+    metric) of the gated metrics (the error rate is the final comparison's), the family's alpha 1 -
+    confidence shared as the history gate shares its own (history_stats.row_alphas)."""
+    from swarmbench.compare.history_stats import row_alphas
+
+    a, b = paired_runs(baseline, candidate)
+    n = min(len(a), len(b))
+    metrics = [m for m in opts["metrics"] if m in sequential.METRICS]
+    g, side_a, side_b = sides.build(a[:n], b[:n], names)
+    fig_a, fig_b = stats.per_run(side_a, g, metrics), stats.per_run(side_b, g, metrics)
+    keys = [(name, m) for name in names for m in metrics]
+    diffs = {(name, m): sequential.log_ratios(fig_a[m][name], fig_b[m][name]) for name, m in keys}
+    levels = {(name, m): sequential.level(fig_a[m][name]) for name, m in keys}
+    alphas = row_alphas(names, metrics, 1 - opts["confidence"])
+    return sequential.look(
+        diffs,
+        max_pairs=max_pairs,
+        alphas=alphas,
+        min_effect=opts["min_effect"],
+        baselines=levels,
+        first=first,
+    )
+
+
+PAIRED_RUN = re.compile(r"^[ab](\d+)$")
+"""make ab's run folders: a1, b1, b2, a2, ... (runner/ab.py schedule): a<k> and b<k> are pair k."""
+
+
+def paired_runs(baseline: list, candidate: list) -> tuple[list, list]:
+    """The runs of both sides in pair order: make ab's a<k> with b<k> (a pair whose other run
+    failed is left out, not paired with a later run), else the i-th run of each side by start."""
+    numbers = [PAIRED_RUN.match(r.path.name) for r in baseline + candidate]
+    if all(numbers):
+        a = {int(PAIRED_RUN.match(r.path.name).group(1)): r for r in baseline}
+        b = {int(PAIRED_RUN.match(r.path.name).group(1)): r for r in candidate}
+        both = sorted(set(a) & set(b))
+        return [a[k] for k in both], [b[k] for k in both]
+    by_start = sorted(baseline, key=lambda r: str(r.manifest.started_at))
+    return by_start, sorted(candidate, key=lambda r: str(r.manifest.started_at))
+
+
+def sequential_rows(rows: list[report.Row], state: sequential.Look) -> list[report.Row]:
+    """ROWS with each gated row's estimate, CI and verdict the sequential design's: the pairs' mean
+    change (geometric) and its repeated CI, relative, around the row's baseline value, and the
+    verdict on it. A fixed-design CI taken after the data chose when to stop is too narrow; the
+    repeated CI holds at whichever look it stopped."""
+    by_key = {(r.name, r.metric): r for r in state.rows}
+    out = []
+    for row in rows:
+        seq = by_key.get((row.name, row.metric))
+        if seq is None or not state.looked:
+            out.append(row)
+            continue
+        b = row.d.baseline
+        change = math.expm1(seq.mean)
+        d = stats.Difference(b, b * (1 + change), b * change, b * seq.low, b * seq.high)
+        out.append(report.Row(row.name, row.metric, d, seq.verdict, row.band))
+    return out
 
 
 REQUIRE_BASELINE_ENV = "SWARMBENCH_REQUIRE_BASELINE"

@@ -67,6 +67,7 @@ class Outcome:
     history: dict = field(default_factory=dict)  # the gate: the baseline runs it used (trend.gate_outcome)
     notes: list[str] = field(default_factory=list)  # lines for the header (a duet: each side's CPU)
     extra: dict = field(default_factory=dict)  # keys compare.json adds (a duet: each run's pairs)
+    sequential: dict | None = None  # make ab with BUDGET: the last look (compare/sequential.py Look.to_json)
 
     def count(self, which: str) -> int:
         return sum(r.verdict == which for r in self.rows)
@@ -135,6 +136,8 @@ def header(outcome: Outcome) -> list[str]:
     ]
     if outcome.detectable:
         out.append(catches(outcome))
+    if outcome.sequential:
+        out.append(sequential_note(outcome.sequential))
     if min(len(outcome.baseline), len(outcome.candidate)) == 1 and outcome.method == METHOD:
         # (the gate against history learns the run-to-run variance from the past runs)
         out.append(
@@ -185,6 +188,22 @@ def _num(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else round(value, 6)
 
 
+def sequential_note(look: dict) -> str:
+    """The sequential decision in one line: which look, whether every gated row was decisive, and
+    that the gated rows' CIs are the design's repeated CIs (with their constants)."""
+    cs = sorted({r["c"] for r in look["rows"] if r["c"] is not None})
+    state = "every gated row decisive" if look["decided"] else "not every gated row decisive"
+    where = f"look at pair {look['pairs']} of {look['max_pairs']} (first look {look['first_look']})"
+    if look["pairs"] < look["first_look"]:
+        return f"sequential: {where}: too few pairs for a look; the CIs are the fixed design's"
+    return (
+        f"sequential: stopped at the {where}, {state}; the CIs of "
+        f"{', '.join(sorted({r['metric'] for r in look['rows']}))} are repeated CIs "
+        "of a group-sequential paired design (pairs in time, d = log(B/A) per pair; Pocock-type "
+        f"constant c = {', '.join(f'{c:.2f}' for c in cs)}), the change the pairs' geometric mean"
+    )
+
+
 def to_json(outcome: Outcome) -> dict:
     return {
         "method": outcome.method,
@@ -199,6 +218,7 @@ def to_json(outcome: Outcome) -> dict:
         "rounded": outcome.rounded,
         **({"detectable": {m: _num(v) for m, v in outcome.detectable.items()}} if outcome.detectable else {}),
         **({"history": history_json(outcome.history)} if outcome.history else {}),
+        **({"sequential": outcome.sequential} if outcome.sequential else {}),
         "settings_differ": [s.__dict__ for s in outcome.settings],
         "names_only_in_baseline": outcome.names.baseline_only,
         "names_only_in_candidate": outcome.names.candidate_only,

@@ -833,7 +833,7 @@ def gate_outcome(
         rounded=any(r.precision != EXACT for r in runs),
         method=GATE_METHOD,
         detectable=power,
-        ci_note=f"{confidence:.0%} for the whole gate (each row's CI at "
+        ci_note=f"{confidence * 100:.4g}% for the whole gate (each row's CI at "
         + " or ".join(f"{1 - 2 * a:.2%}" for a in sorted(set(alphas.values()), reverse=True))
         + ")",
         history=_baseline_said(store.where, branch, len(keep), used, left_out, since, drawn),

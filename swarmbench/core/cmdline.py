@@ -42,6 +42,12 @@ STAGING = "--staging"
 """headless: test LOCUST_HOST without starting the bundled target."""
 SWARM = "--swarm"
 """headless: run as a Docker Swarm stack."""
+SEQUENTIAL = "--sequential"
+"""compare: the sequential A/B's planned pairs K (its repeated CIs, compare/sequential.py)."""
+FIRST_LOOK = "--first-look"
+"""compare --sequential: the first look (pairs)."""
+LOOK = "--look"
+"""compare --sequential: one look only, its decision state as JSON on stdout; nothing written."""
 
 
 # --- one builder per command ----------------------------------------------------------------------
@@ -60,15 +66,21 @@ def compare(
     baseline: Path | None = None,
     history: str | None = None,
     options: Sequence[str] = (),
+    sequential: tuple[int, int] | None = None,
+    look: bool = False,
 ) -> list[str]:
     """`swarmbench compare BASELINE CANDIDATE -o OUT [OPTIONS]`; or, with HISTORY instead of
     BASELINE (a store, '' for the command's default one), `swarmbench compare CANDIDATE -o OUT
     --history [STORE]`: the run gated against the run history. OPTIONS: make ab's COMPARE_ARGS,
-    already checked by the same parser (cli.check_compare_args)."""
+    already checked by the same parser (cli.check_compare_args). SEQUENTIAL: (K, first look) of a
+    sequential A/B (`--sequential K --first-look F`); LOOK: one look, no outputs (OUT not passed)."""
     if (baseline is None) == (history is None):
         raise ValueError("compare: give a baseline folder or a history store, not both or neither")
     if baseline is not None:
-        return ["compare", str(baseline), str(candidate), OUT, str(out), *options]
+        seq = [SEQUENTIAL, str(sequential[0]), FIRST_LOOK, str(sequential[1])] if sequential else []
+        if look:
+            return ["compare", str(baseline), str(candidate), *options, *seq, LOOK]
+        return ["compare", str(baseline), str(candidate), OUT, str(out), *options, *seq]
     # --history last: its value is optional, so before the run it would take the run as the store.
     return ["compare", str(candidate), OUT, str(out), *options, HISTORY, *([history] if history else [])]
 

@@ -71,6 +71,7 @@ class SweepState:
     runner: str | None = None  # compose | local
     git_commit: str | None = None
     schema_version: int = SCHEMA_VERSION
+    sequential: dict[str, Any] | None = None  # make ab with BUDGET: the design and its looks (ab.json only)
     path: Path | None = field(default=None, compare=False)  # where it was read from
 
     @property
@@ -87,6 +88,8 @@ class SweepState:
     def to_json(self) -> dict[str, Any]:
         """sweep.json's object: every field but `path`, the derived counts, the points last."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("path", "points")}
+        if out["sequential"] is None:  # a sweep's or a fixed A/B's record stays as it was
+            del out["sequential"]
         return {**out, "counts": self.counts(), "points": self.points}
 
     def write(self, sweep_dir: Path, name: str = SWEEP_JSON) -> None:

@@ -35,14 +35,20 @@ run (it has no run.json).
   the comparison's own parser (the check the command line passes in: cli.check_compare_args).
 - Exit code: the comparison's (3 regressed, 0 otherwise, 2 bad input); 1 when a run failed and
   nothing regressed; 130 on Ctrl-C. Bad settings: one line, exit 2, before anything runs.
+- BUDGET (a duration): the sequential design: pairs until every gated metric is decisive or the
+  budget is spent, a look after each (run_sequential); without it, REPEATS runs a side as above.
+  With BASELINE=history, BUDGET makes the gate buy candidate runs (gate_until_decided).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -57,7 +63,7 @@ from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
 from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner, SweepSettings
 from swarmbench.runner.settings import Headless, display, find_checkout, record_runs, results_dir
-from swarmbench.runner.sweep import Progress
+from swarmbench.runner.sweep import Progress, fmt_duration
 from swarmbench.runner.terminal import run_folders
 
 # --- --baseline: one run against a saved baseline ----------------------------------------------------
@@ -137,6 +143,9 @@ def run_with_baseline(
     """RUN (compose or swarm) the headless run, then compare the folder it made with BASELINE (STORE:
     the history store of BASELINE=history), then (RECORD: a history store) add it to the history:
     after the gate, so a run is never its own baseline."""
+    budget = gate_budget(chosen.environ, baseline)
+    if budget is not None:
+        return gate_until_decided(run, chosen, budget, record, store)
     if baseline is None and record is None:
         return run(chosen)
     results = results_dir(chosen.environ)
@@ -151,6 +160,112 @@ def run_with_baseline(
     if record is not None:
         record_runs([m.parent for m in made], record)
     return code
+
+
+# --- BASELINE=history with BUDGET: the gate buys runs ------------------------------------------------
+#
+# The candidate run is repeated until the gate (`swarmbench compare RUNS --history`, which takes a
+# folder of repeats) is decisive for every row, or the budget is spent. K, the runs the budget buys,
+# is fixed after the first run from its time; each look gates the runs so far at a whole-gate level
+# of alpha / K (Bonferroni over the K looks; inside a look, the gate's own weighted Bonferroni over
+# its rows), so the sequence as a whole fails an unchanged service at most alpha of the time.
+
+GATE_ALPHA = 0.05
+"""The whole sequence's false-alarm rate (the gate's own default: --confidence 95)."""
+
+MAX_GATE_RUNS = 20
+"""The most candidate runs one gate sequence plans: alpha / K shrinks with K, so each look's
+intervals widen (t quantile at 0.05/20/rows), and the gate reads only its window of past runs."""
+
+GATE_FOLDER = "gate-"
+"""The candidate runs of a gate sequence go into results/gate-<UTC second>/ (a folder of repeats the
+gate reads as one candidate); its comparisons into results/gate-<...>-vs-history/ (look-1, ... and
+the last look's verdict itself)."""
+
+
+def gate_budget(env: Mapping[str, str], baseline: Path | str | None) -> int | None:
+    """BUDGET (seconds) when BASELINE=history; None without BUDGET or without a baseline (a plain
+    run ignores it). UsageError, before anything runs, for a bad value or a folder baseline."""
+    value = env.get("BUDGET", "").strip()
+    if not value or baseline is None:
+        return None
+    seconds = S.timespan_seconds("BUDGET", value)
+    if baseline != HISTORY:
+        raise UsageError(
+            f"BUDGET={value!r} buys runs for BASELINE=history and make ab; a saved BASELINE folder is "
+            "compared with one run (unset BUDGET)"
+        )
+    return seconds
+
+
+def gate_until_decided(
+    run: Callable[[Headless], int], chosen: Headless, budget: int, record: str | None, store: str | None
+) -> int:
+    """Repeat the candidate run into results/gate-<UTC>/ and gate the runs so far after each, at a
+    whole-gate alpha of GATE_ALPHA / K, until a row is regressed or none is inconclusive (or the
+    gate has no verdict), or K runs are done or the budget is spent; the last look's comparison is
+    written again beside the folder, as a single run's is. The exit code as run_with_baseline's."""
+    results = results_dir(chosen.environ)
+    folder = create_run_dir(results, f"{GATE_FOLDER}{datetime.now(UTC):%Y%m%dT%H%M%SZ}", explicit=False)
+    each = replace(chosen, environ={**chosen.environ, "SWARMBENCH_RESULTS": str(folder)})
+    looks_dir = out_dir(folder, HISTORY)
+    t0, k, planned, made, code = time.monotonic(), 0, MAX_GATE_RUNS, [], exits.OK
+    while True:
+        k += 1
+        started = time.monotonic()
+        before = run_folders(folder)
+        code = run(each)
+        new = sorted(run_folders(folder) - before)
+        if not new or code not in exits.MEASURED:
+            why = "no run folder was written" if not new else f"the run exited {code}"
+            print(f"swarmbench: {why}: the gate sequence stops", file=sys.stderr)
+            if not made:
+                return code or exits.RUN_FAILED
+            code = code or exits.RUN_FAILED
+            break
+        made += [m.parent for m in new]
+        if k == 1:
+            planned = max(1, min(MAX_GATE_RUNS, math.floor(budget / (time.monotonic() - started))))
+            level = 1 - GATE_ALPHA / planned
+            print(f"swarmbench: a run takes {fmt_duration(time.monotonic() - started)}: at most "
+                  f"{planned} runs in BUDGET={fmt_duration(budget)}, each look's gate at {level:.2%}",
+                  file=sys.stderr)  # fmt: skip
+        found = gate_look(folder, looks_dir / f"look-{k}", planned, store)
+        counts = (found or {}).get("verdicts") or {}
+        # Decided: no row inconclusive, or a row regressed (the gate fails whatever later runs show:
+        # each look's intervals hold at its alpha / K, all K looks together at alpha).
+        left = 0 if counts.get("regressed") else counts.get("inconclusive", 0)
+        spent = time.monotonic() - t0
+        said = "no verdict" if not counts else f"{left} inconclusive" if left else "decided"
+        print(f"swarmbench: gate look {k}/{planned} ({k} run(s), {fmt_duration(spent)} spent): {said}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if not counts or not left or k >= planned or spent + spent / k > budget * BUDGET_SLACK:
+            break
+    final = subprocess.run(gate_look_command(folder, looks_dir, planned, store), cwd=find_checkout())
+    if record is not None:
+        record_runs(made, record)  # after the gate: a run is never its own baseline
+    return code or final.returncode  # the runs' own code when not 0, as compare_with_baseline
+
+
+def gate_look_command(folder: Path, out: Path, planned: int, store: str | None) -> list[str]:
+    """`swarmbench compare FOLDER -o OUT --confidence C --history [STORE]`, C = 1 - GATE_ALPHA / PLANNED
+    (in percent): the whole gate's level of one look of a sequence of PLANNED."""
+    level = ("--confidence", f"{100 * (1 - GATE_ALPHA / planned):.6g}")
+    return [*cmdline.PROGRAM, *cmdline.compare(folder, out, history=store or "", options=level)]
+
+
+def gate_look(folder: Path, out: Path, planned: int, store: str | None) -> dict | None:
+    """One look: the gate of the runs in FOLDER so far into OUT, its output kept in OUT (quiet here);
+    its compare.json (None when it wrote none)."""
+    res = subprocess.run(
+        gate_look_command(folder, out, planned, store), cwd=find_checkout(), capture_output=True, text=True
+    )
+    if res.returncode not in (exits.OK, exits.THRESHOLDS_BROKEN):
+        sys.stderr.write(res.stderr)
+    try:
+        return json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 # --- make ab: A and B interleaved -----------------------------------------------------------------
@@ -194,6 +309,7 @@ class AbSettings:
     local: bool
     aa: bool = field(default=False)
     compare_args: tuple[str, ...] = ()
+    budget: int | None = None  # BUDGET in seconds: the sequential design (None: REPEATS runs a side)
 
 
 def assignments(name: str, value: str) -> dict[str, str]:
@@ -260,6 +376,12 @@ def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
     classes = S.user_classes("LOCUST_USER_CLASSES", env.get("LOCUST_USER_CLASSES") or AB_USER_CLASS)
     S.check_arrival(env)
     aa = a == b and hosts["A"] == hosts["B"]
+    budget = env.get("BUDGET", "").strip()
+    seconds = S.timespan_seconds("BUDGET", budget) if budget else None
+    if seconds and aa:
+        raise UsageError(
+            "BUDGET with an A/A run: the noise floor takes REPEATS runs a side; give B, or drop BUDGET"
+        )
     words = compare_args(env.get("COMPARE_ARGS", ""), aa, check)
     return AbSettings(
         ab_id=ab_id,
@@ -273,6 +395,7 @@ def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
         local=local,
         aa=aa,
         compare_args=tuple(words),
+        budget=seconds,
     )
 
 
@@ -309,10 +432,11 @@ def identity(s: AbSettings, env: Mapping[str, str]) -> dict:
     return d
 
 
-def load_points(root: Path, s: AbSettings, env: Mapping[str, str]) -> list[SweepPoint]:
-    """schedule(), with each run's recorded outcome when ROOT holds ab.json (a resume); a run
-    recorded done whose folder is gone runs again. UsageError when the settings differ."""
-    points = schedule(s.repeats)
+def load_points(root: Path, s: AbSettings, env: Mapping[str, str], pairs: int = 0) -> list[SweepPoint]:
+    """schedule() (PAIRS pairs when more than REPEATS: a sequential design's planned K), with each
+    run's recorded outcome when ROOT holds ab.json (a resume); a run recorded done whose folder is
+    gone runs again. UsageError when the settings differ."""
+    points = schedule(max(s.repeats, pairs))
     path = root / AB_JSON
     if not path.is_file():
         return points
@@ -331,13 +455,20 @@ def load_points(root: Path, s: AbSettings, env: Mapping[str, str]) -> list[Sweep
 
 
 def save_points(
-    root: Path, s: AbSettings, env: Mapping[str, str], points: list[SweepPoint], state: str
+    root: Path,
+    s: AbSettings,
+    env: Mapping[str, str],
+    points: list[SweepPoint],
+    state: str,
+    sequential: dict | None = None,
 ) -> None:
-    """ab.json, rewritten atomically (the sweep's record: state, each run's status)."""
+    """ab.json, rewritten atomically (the sweep's record: state, each run's status; SEQUENTIAL: the
+    sequential design's state, with BUDGET)."""
     runner = "local" if s.local else "compose"
     SweepState.from_points(
-        s.ab_id, identity(s, env), points, state=state, runner=runner, git_commit=git_commit(find_checkout())
-    ).write(root, AB_JSON)
+        s.ab_id, identity(s, env), points, state=state, runner=runner, git_commit=git_commit(find_checkout()),
+        sequential=sequential,
+    ).write(root, AB_JSON)  # fmt: skip
 
 
 def schedule(repeats: int) -> list[SweepPoint]:
@@ -385,6 +516,8 @@ def run_ab(environ: Mapping[str, str], check: CompareArgsCheck, record: str | No
         # same second gets ab-...Z-2, never the first one's folder (which it would resume or refuse).
         s = replace(s, ab_id=create_run_dir(results_dir(env), s.ab_id, explicit=False).name)
     root = results_dir(env) / s.ab_id
+    if s.budget is not None:
+        return run_sequential(s, root, env, record)
     points = load_points(root, s, env)
     if any(p.status != "done" for p in points):
         runner = point_runner(s, root, env)
@@ -459,26 +592,30 @@ def describe(s: AbSettings, side: str) -> str:
     return f"({words or 'defaults'})"
 
 
-def compare_sides(s: AbSettings, root: Path) -> int:
+def compare_sides(s: AbSettings, root: Path, design: tuple[int, int] | None = None) -> int:
     """The comparison of root/A and root/B into root/compare/: A/A reports the noise floor
-    (`swarmbench floor`), A/B the verdicts (`swarmbench compare`); its exit code."""
+    (`swarmbench floor`), A/B the verdicts (`swarmbench compare`; DESIGN: the sequential design's
+    (K, first look), whose repeated CIs judge the gated rows); its exit code."""
     command = "floor" if s.aa else "compare"
     out = compare_dir(root)
+    seq = ("--sequential", str(design[0]), "--first-look", str(design[1])) if design else ()
     print(
         f"swarmbench ab: swarmbench {command} {display(root)}/A {display(root)}/B -o {display(out)}",
         *s.compare_args,
+        *seq,
         file=sys.stderr,
         flush=True,
     )
-    return subprocess.run(sides_command(s, root, out), cwd=find_checkout()).returncode
+    return subprocess.run(sides_command(s, root, out, design), cwd=find_checkout()).returncode
 
 
-def sides_command(s: AbSettings, root: Path, out: Path) -> list[str]:
-    """`swarmbench floor A B -o OUT` (A/A) or `swarmbench compare A B -o OUT`, with COMPARE_ARGS."""
+def sides_command(s: AbSettings, root: Path, out: Path, design: tuple[int, int] | None = None) -> list[str]:
+    """`swarmbench floor A B -o OUT` (A/A) or `swarmbench compare A B -o OUT`, with COMPARE_ARGS (and
+    the sequential DESIGN's --sequential K --first-look F)."""
     a, b = root / "A", root / "B"
     if s.aa:
         return [*cmdline.PROGRAM, *cmdline.floor(a, b, out, options=s.compare_args)]
-    return [*cmdline.PROGRAM, *cmdline.compare(b, out, baseline=a, options=s.compare_args)]
+    return [*cmdline.PROGRAM, *cmdline.compare(b, out, baseline=a, options=s.compare_args, sequential=design)]
 
 
 def compare_dir(root: Path) -> Path:
@@ -489,3 +626,246 @@ def compare_dir(root: Path) -> Path:
         n += 1
         out = root / f"compare-{n}"
     return out
+
+
+# --- make ab with BUDGET: pairs until every gated metric is decisive --------------------------------
+#
+# The statistic is the comparison package's (compare/sequential.py: repeated confidence intervals of a
+# group-sequential paired design), asked after each pair in a process of its own (`swarmbench compare
+# A B --sequential K --first-look F --look`: its decision state as JSON on stdout). This module keeps
+# the design's record in ab.json (`sequential`): the budget, K, the pair time, each look's intervals.
+
+FIRST_LOOK = 3
+"""The first look (pairs) when REPEATS is not more: compare/sequential.py FIRST_LOOK (why 3 there)."""
+
+MAX_PAIRS = 200
+"""The most pairs a design plans: compare/sequential.py MAX_PAIRS (the comparison refuses more)."""
+
+BUDGET_SLACK = 1.1
+"""A pair starts while the time spent plus the mean pair time is within the budget times this: pairs
+vary by a second or two, and K was planned from the first pair's time (K = budget // pair time)."""
+
+
+def planned_pairs(budget_s: float, pair_s: float, first: int) -> int:
+    """K: the pairs the budget buys at the first pair's time, at least FIRST, at most MAX_PAIRS."""
+    fits = math.floor(budget_s / pair_s) if pair_s > 0 else MAX_PAIRS
+    return max(first, min(MAX_PAIRS, fits))
+
+
+def recorded_sequential(root: Path) -> dict | None:
+    """The sequential state a resumed A/B recorded in ab.json (None: none, or no ab.json)."""
+    path = root / AB_JSON
+    if not path.is_file():
+        return None
+    try:
+        return SweepState.read(path).sequential
+    except InputError:
+        return None  # load_points names the unreadable file
+
+
+def run_sequential(s: AbSettings, root: Path, env: dict[str, str], record: str | None) -> int:
+    """`make ab` with BUDGET: interleaved pairs (A B, B A, ...) until every gated row is decisive,
+    K pairs are done or the budget is spent; then the comparison of all the runs, its gated rows
+    judged by the design's repeated CIs; the exit code as run_ab's. Resume (same AB_ID) continues."""
+    first = max(FIRST_LOOK, s.repeats)
+    seq = recorded_sequential(root) or {
+        "budget_s": s.budget, "first_look": first, "max_pairs": None, "pair_s": None, "spent_s": 0.0,
+        "stopped": None, "looks": [],
+    }  # fmt: skip
+    points = load_points(root, s, env, seq["max_pairs"] or 0)
+    if seq["stopped"] is None:
+        runner = point_runner(s, root, env)
+        runner.setup()
+        try:
+            interrupted = pairs_loop(s, runner, root, env, points, seq, record)
+        finally:
+            runner.cleanup()
+        if interrupted:
+            done = sum(p.status == "done" for p in points)
+            print(
+                f"swarmbench ab: interrupted; {done} runs kept in {display(root)}/. "
+                f"Resume: the same settings and AB_ID={s.ab_id}",
+                file=sys.stderr,
+            )
+            return exits.INTERRUPTED_SIGINT
+    else:
+        print(f"swarmbench ab: {s.ab_id}: the sequence ended ({seq['stopped']}); comparing", file=sys.stderr)
+    design = (seq["max_pairs"], seq["first_look"]) if seq["max_pairs"] else None
+    code = compare_sides(s, root, design)
+    failed = [p.id for p in points if p.status in ("failed", "interrupted")]
+    return code if code or not failed else exits.REQUESTS_FAILED
+
+
+def pairs_loop(
+    s: AbSettings,
+    runner: PointRunner,
+    root: Path,
+    env: dict[str, str],
+    points: list[SweepPoint],
+    seq: dict,
+    record: str | None,
+) -> bool:
+    """The pairs, one look after each from the first look on; SEQ (ab.json's `sequential`) updated
+    and ab.json rewritten after each run; whether the user interrupted."""
+    logs = root / LOGS_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    what = f"A {describe(s, 'A')} vs B {describe(s, 'B')}"
+    print(
+        f"swarmbench ab: {what}, pairs of {s.run_time} runs until every gated metric is decisive or "
+        f"BUDGET={fmt_duration(s.budget or 0)} is spent (looks from pair {seq['first_look']}) "
+        f"-> {display(root)}/",
+        file=sys.stderr,
+    )
+    progress = Progress(2, S.timespan_seconds("RUN_TIME", s.run_time))
+    t0, spent0, k, interrupted = time.monotonic(), float(seq["spent_s"]), 0, False
+    try:
+        while seq["stopped"] is None:
+            k += 1
+            if len(points) < 2 * k:
+                points[:] = _extend(points, k)
+            pair = points[2 * k - 2 : 2 * k]
+            todo = [p for p in pair if p.status != "done"]
+            spent = spent0 + time.monotonic() - t0
+            if todo and seq["pair_s"] and spent + seq["pair_s"] > BUDGET_SLACK * seq["budget_s"]:
+                seq["stopped"] = "budget spent"
+                k -= 1  # this pair is not run
+                break
+            for p in pair:
+                p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
+            started = time.monotonic()
+            if run_pair(s, runner, root, env, points, todo, (logs, progress), record, seq, (t0, spent0)):
+                interrupted = True
+                break
+            if todo and seq["pair_s"] is None and len(todo) == 2:
+                seq["pair_s"] = round(time.monotonic() - started, 1)
+            plan(seq)
+            if not todo and k < len(points) // 2:
+                continue  # done before a resume: its look was recorded then
+            seq["stopped"] = one_look(s, root, seq, k)
+            if seq["stopped"] is None and seq["max_pairs"] and k >= seq["max_pairs"]:
+                seq["stopped"] = f"all {k} pairs done"
+    except KeyboardInterrupt:  # between two runs: nothing is running
+        interrupted = True
+    finally:
+        if not interrupted and seq["stopped"] is not None:
+            del points[2 * k :]  # the pairs planned but not needed: not runs that are missing
+        complete = all(p.status == "done" for p in points)
+        state = "interrupted" if interrupted else "complete" if complete else "incomplete"
+        save_points(root, s, env, points, state, seq)
+    return interrupted
+
+
+def run_pair(
+    s: AbSettings,
+    runner: PointRunner,
+    root: Path,
+    env: dict[str, str],
+    points: list[SweepPoint],
+    todo: list[SweepPoint],
+    log: tuple[Path, Progress],
+    record: str | None,
+    seq: dict,
+    clock: tuple[float, float],
+) -> bool:
+    """TODO (a pair's runs not done yet), each by the sweep's run_point, ab.json rewritten after each
+    with the time spent (CLOCK: this session's start and the time spent before it); whether the
+    user interrupted."""
+    from swarmbench.runner.sweep import run_point
+
+    logs, progress = log
+    for i, p in enumerate(todo, 1):
+        side = p.id[0].upper()
+        runner.env, runner.sweep_dir = side_env(s, env, side), root / side
+        (root / side).mkdir(exist_ok=True)
+        if run_point(runner, runner.s, root / side, p, logs, progress, i, len(todo) - i):
+            return True
+        if p.status != "done":
+            print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+        elif record is not None:
+            record_runs([root / side / p.id], record)
+        seq["spent_s"] = round(clock[1] + time.monotonic() - clock[0], 1)
+        save_points(root, s, env, points, "running", seq)
+    return False
+
+
+def plan(seq: dict) -> None:
+    """K, once the first pair's time is known: the pairs the budget buys (said in one line)."""
+    if seq["max_pairs"] is None and seq["pair_s"]:
+        seq["max_pairs"] = planned_pairs(seq["budget_s"], seq["pair_s"], seq["first_look"])
+        print(
+            f"swarmbench ab: a pair takes {fmt_duration(seq['pair_s'])}: at most "
+            f"{seq['max_pairs']} pairs in {fmt_duration(seq['budget_s'])}",
+            file=sys.stderr,
+        )
+
+
+def _extend(points: list[SweepPoint], pairs: int) -> list[SweepPoint]:
+    """POINTS with the schedule's further pairs up to PAIRS (their recorded outcomes kept)."""
+    return points + schedule(pairs)[len(points) :]
+
+
+def one_look(s: AbSettings, root: Path, seq: dict, k: int) -> str | None:
+    """The look after pair K (before the first look: the line says when it comes): recorded in SEQ,
+    one line printed; why the sequence stops (None: it goes on)."""
+    head = f"swarmbench ab: pair {k}/{seq['max_pairs'] or '?'}"
+    if k < seq["first_look"] or seq["max_pairs"] is None:
+        print(f"{head}: the first look is at pair {seq['first_look']}", file=sys.stderr, flush=True)
+        return None
+    command = look_command(s, root, (seq["max_pairs"], seq["first_look"]))
+    res = subprocess.run(command, cwd=find_checkout(), capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.stderr.write(res.stderr)
+        print(f"{head}: the look failed (exit {res.returncode}); stopping", file=sys.stderr)
+        return "the look failed"
+    found = json.loads(res.stdout)
+    seq["looks"].append(
+        {
+            "pairs": found["pairs"],
+            "decided": found["decided"],
+            "spent_s": seq["spent_s"],
+            "rows": [
+                {k_: r[k_] for k_ in ("name", "metric", "pairs", "c", "sd_log", "change", "rci", "verdict")}
+                for r in found["rows"]
+            ],
+        }
+    )
+    print(f"{head}: {look_line(found, seq)}", file=sys.stderr, flush=True)
+    return "decided" if found["decided"] else None
+
+
+def look_command(s: AbSettings, root: Path, design: tuple[int, int]) -> list[str]:
+    """`swarmbench compare A B [COMPARE_ARGS] --sequential K --first-look F --look`: one look of the
+    sequential DESIGN at the runs so far, its decision state as JSON on stdout."""
+    a, b = root / "A", root / "B"
+    o = s.compare_args
+    return [*cmdline.PROGRAM, *cmdline.compare(b, root, baseline=a, options=o, sequential=design, look=True)]
+
+
+def look_line(found: dict, seq: dict) -> str:
+    """`catches now p50 ≥ +7.1 %, p95 ≥ +12.3 %; 2 of 8 rows undecided; decided in ~1m20s`: per
+    gated metric (Aggregated, else its widest row) the smallest change it could call now (band +
+    the repeated CI's half-width), and the time to decide at the current spread (pairs needed x
+    the pair time; `≥ budget` when beyond it)."""
+    rows = found["rows"]
+    by_metric: dict[str, float] = {}
+    for r in rows:
+        if r["half_log"] is None:
+            continue
+        catch = math.expm1(math.log1p(found["min_effect"]) + r["half_log"])
+        if r["name"] == "Aggregated" or r["metric"] not in by_metric:
+            by_metric[r["metric"]] = (
+                catch if r["name"] == "Aggregated" else max(catch, by_metric.get(r["metric"], 0))
+            )
+    catches = ", ".join(f"{m} ±{v:.1%}" for m, v in by_metric.items())
+    open_rows = [r for r in rows if r["verdict"] == "inconclusive"]
+    if found["decided"]:
+        verdicts = sorted({f"{r['metric']} {r['verdict']}" for r in rows if r["name"] == "Aggregated"})
+        return f"catches now {catches}; decided ({', '.join(verdicts) or 'every row decisive'})"
+    needed = found["pairs_needed"]
+    left = (seq["max_pairs"] - found["pairs"]) * (seq["pair_s"] or 0)
+    if needed is None or needed == "inf" or needed > seq["max_pairs"]:
+        when = "≥ budget"
+    else:
+        wait = max(0, needed - found["pairs"]) * (seq["pair_s"] or 0)
+        when = "≥ budget" if wait > left else f"~{fmt_duration(wait)} ({needed - found['pairs']} more pairs)"
+    return f"catches now {catches}; {len(open_rows)} of {len(rows)} rows undecided; decided in {when}"

@@ -75,6 +75,10 @@ def check(environ: Mapping[str, str]) -> None:
             "DUET=1 runs A and B at once on this machine: set LOCAL=1 (two bundled targets from "
             "target/) or A_HOST and B_HOST (two deploys); a duet under Docker compose is not built"
         )
+    if environ.get("BUDGET", "").strip():  # never silently a fixed design when a budget was asked for
+        raise UsageError(
+            "DUET=1 with BUDGET is not built yet: a duet runs REPEATS duet runs (default 3); unset BUDGET"
+        )
     for name in ("LOCUST_LOCUSTFILE", "LOCUST_USER_CLASSES"):
         if environ.get(name, "").strip():
             raise UsageError(f"DUET=1 runs {DUET_LOCUSTFILE}'s {DUET_CLASS}: unset {name}")
