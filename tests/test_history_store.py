@@ -320,3 +320,13 @@ def _execute(spec: str, sql: str) -> None:
         with sqlite3.connect(spec) as conn:
             conn.execute(sql)
         conn.close()
+
+
+def test_a_read_run_is_the_frozen_records_its_fields_make() -> None:
+    """read_run builds its records without their __init__: the same objects, frozen."""
+    data = read_run(REPEAT_1, testbed="t")
+    for record in (data, *data.stats):
+        remade = type(record)(**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+        assert record == remade and repr(record) == repr(remade) and vars(record) == vars(remade)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.run_id = "x" if record is data else record.name  # type: ignore[misc,union-attr]
