@@ -9,10 +9,16 @@ through one reader, in one process. Prints figures; asserts nothing.
 
 `answer` and `record` exist on main too, so the same command with PYTHONPATH pointing at another
 checkout times that checkout's readers; pair the two whole processes with any timer that alternates
-them (hyperfine, `/usr/bin/time -v` in turns) and quote the median ratio:
+them (hyperfine, `/usr/bin/time -v` in turns), at --rounds 400 (reading) and --rounds 1 (start-up
+and imports), and quote the median ratio:
 
-    PYTHONPATH=$PWD python bench/bench_reader.py --what runfolder --rounds 200
-    PYTHONPATH=/path/to/main python bench/bench_reader.py --what answer --rounds 200
+    (cd /path/to/other && python -m compileall -q swarmbench); python -m compileall -q swarmbench
+    PYTHONPATH=$PWD python bench/bench_reader.py --what runfolder --rounds 400
+    PYTHONPATH=/path/to/other python bench/bench_reader.py --what answer --rounds 400
+
+Byte-compile both checkouts first: where a module has no current .pyc and none may be written
+(PYTHONDONTWRITEBYTECODE, a read-only checkout), every process compiles it again, and the timer
+times the compiler and whichever checkout happens to hold more stale files.
 """
 
 from __future__ import annotations

@@ -365,3 +365,13 @@ def test_a_series_reads_back_every_figure_in_its_place(history_store: str) -> No
                         got = per[metric][i]
                         assert type(got) is float, (name, metric, i)
                         assert got == value or (value is None and math.isnan(got)), (name, metric, i)
+
+
+def test_a_read_run_is_the_frozen_records_its_fields_make() -> None:
+    """read_run builds its records without their __init__: the same objects, frozen."""
+    data = read_run(REPEAT_1, testbed="t")
+    for record in (data, *data.stats):
+        remade = type(record)(**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+        assert record == remade and repr(record) == repr(remade) and vars(record) == vars(remade)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.run_id = "x" if record is data else record.name  # type: ignore[misc,union-attr]

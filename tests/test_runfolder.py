@@ -204,3 +204,39 @@ def test_the_terminal_prints_locusts_maximum_to_the_microsecond_as_the_page_does
     text = summary_text(read_answer(folder))
     assert " 25.052" in text and "25.0522" not in text
     assert "25.052" in render(folder) and "25.0522" not in render(folder)
+
+
+def test_rows_are_immutable_and_compare_hash_and_print_by_their_fields() -> None:
+    run = RunFolder.open(SHOWCASE[0])
+    row, again = run.aggregated, RunFolder.open(SHOWCASE[0]).aggregated
+    assert row is not None and again is not None
+    with pytest.raises(AttributeError):
+        row.requests = 0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        row.extra = 1  # type: ignore[attr-defined]
+    assert row == again and hash(row) == hash(again) and row.key == ("", "Aggregated")
+    assert (
+        repr(row).startswith("StatsRow(type='', name='Aggregated', requests=") and row._replace(line=0) != row
+    )
+    exact = run.exact[("", "Aggregated")]
+    assert (exact.kind, exact.count, type(exact).__name__) == ("service", row.requests, "ExactRow")
+
+
+def test_a_json_error_names_the_line_a_text_reader_counts(tmp_path: Path) -> None:
+    """Lone CR, CRLF and LF each end a line, as open()'s universal newlines count them."""
+    for text, line in (
+        ('{\n"a": 1,\n}', 3),
+        ('{\r"a": 1,\r}', 3),
+        ('{\r\n"a": 1,\r\n}', 3),
+        ('{\r\n\r"a":\n}', 4),
+    ):
+        path = tmp_path / "run.json"
+        path.write_bytes(text.encode())
+        with pytest.raises(RunFolderError) as e:
+            RunFolder.open(_stats_only(tmp_path))
+        assert f"line {line}:" in str(e.value), (text, str(e.value))
+
+
+def _stats_only(folder: Path) -> Path:
+    shutil.copy(SHOWCASE[0] / "locust_stats.csv", folder / "locust_stats.csv")
+    return folder

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarmbench.core import folder
-from swarmbench.core.bottleneck import INFLATED
 from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
 from swarmbench.core.figures import number, show_ms
@@ -24,6 +23,7 @@ from swarmbench.core.manifest import (
     COMPLETE,
     DEGRADED,
     FAILED,
+    INFLATED,
     INTERRUPTED,
     TARGET_UNREACHABLE,
     WORKER_MISSING,

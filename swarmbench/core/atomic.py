@@ -22,7 +22,6 @@ Standard library only.
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,8 +33,10 @@ TEMP_MARK = ".tmp-"
 
 def temp_name(path: Path) -> Path:
     """A fresh hidden name beside PATH for its replacement (the process id says whose it is, if one is
-    ever left behind; the random part keeps two writers of one file, threads or containers, apart)."""
-    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(3)}")
+    ever left behind; the random part keeps two writers of one file, threads or containers, apart:
+    os.urandom, as secrets.token_hex reads it, without importing secrets, random and base64 into
+    every reader of a run folder)."""
+    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{os.urandom(3).hex()}")
 
 
 def write_atomic(path: Path | str, data: str | bytes, encoding: str = "utf-8") -> Path:

@@ -64,7 +64,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from swarmbench.core.loadspec import parse_duration, try_parse
-from swarmbench.core.manifest import (
+from swarmbench.core.manifest import (  # INFLATED: the mark of a flagged run, this module's word
+    INFLATED,
     Bottleneck,
     ClassPacing,
     GeneratorLag,
@@ -87,9 +88,6 @@ LAG_FLOOR_MS = 20.0
 
 LAG_SHARE_OF_P50 = 0.10
 """Lag p99 above this share of the run's median response time flags it (and above the floor)."""
-
-INFLATED = "latency inflated by the load generator"
-"""The mark a flagged run carries: run.json's generator_lag.flag, the report, the printout, the verdict."""
 
 _BASE_MS, _GROWTH = 0.01, 1.05
 """Histogram buckets: from 0.01 ms, each 5 % wider than the last (a percentile within 5 %)."""

@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmbench.core.figures import show_ms
-from swarmbench.core.manifest import CheckOutcome
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read it so)
+if TYPE_CHECKING:
+    from swarmbench.core.manifest import CheckOutcome
 
 # --- the threshold grammar ------------------------------------------------------------------------
 
@@ -155,6 +158,9 @@ class Outcome:
 
     def record(self) -> CheckOutcome:
         """run.json's `checks[]` entry."""
+        # imported here: the readers of a run folder need this module's names, not run.json's types
+        from swarmbench.core.manifest import CheckOutcome
+
         c = self.check
         return CheckOutcome(
             expr=c.expr, name=c.name, metric=c.metric, op=c.op, limit=c.limit, measured=self.measured,

@@ -167,22 +167,28 @@ class Record:
         """DATA type-checked against the fields; InputError naming WHERE and the key PATH."""
         if not isinstance(data, dict):
             raise InputError(where, f"{_at(path)}should be an object, got {_show(data)}")
-        hints = _hints(cls)
+        known, plan = _plan(cls)
         values: dict[str, Any] = {}
-        known = set()
-        for f in fields(cls):
-            if f.name == "extra":
-                continue
-            known.add(f.name)
-            value = data.get(f.name)
+        get = data.get
+        for name, load, check in plan:
+            value = get(name)
             if value is None:
                 continue
-            key = f"{path}.{f.name}" if path else f.name
-            value = _load(value, hints[f.name], where, key)
-            _check_metadata(f.metadata, value, where, key)
-            values[f.name] = value
+            key = f"{path}.{name}" if path else name
+            value = load(value, where, key)
+            if check is not None:
+                check(value, where, key)
+            values[name] = value
         extra = {k: v for k, v in data.items() if k not in known}
         return cls(**values, extra=extra)
+
+
+Loader = Callable[[Any, "str | Path", str], Any]
+"""A type check of one JSON value: (value, where, path) -> the value as read; InputError naming
+WHERE and the key PATH where it does not fit."""
+
+Plan = tuple[frozenset[str], tuple[tuple[str, Loader, Loader | None], ...]]
+"""A record's fields, once: their names, and per field (name, its type's Loader, its metadata's check)."""
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -191,6 +197,23 @@ def _hints(cls: type) -> dict[str, Any]:
     if cached is None:
         cached = typing.get_type_hints(cls)
         cls._hints_cache = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _plan(cls: type) -> Plan:
+    """CLS's fields (but `extra`) as from_json walks them, worked out once per class: reading a
+    run.json checks a few hundred values, and asking each field its type and metadata again for
+    every value cost more than the checks themselves."""
+    cached = cls.__dict__.get("_plan_cache")
+    if cached is None:
+        hints = _hints(cls)
+        plan = tuple(
+            (f.name, _loader(hints[f.name]), _metadata_check(f.metadata))
+            for f in fields(cls)
+            if f.name != "extra"
+        )
+        cached = (frozenset(name for name, _, _ in plan), plan)
+        cls._plan_cache = cached  # type: ignore[attr-defined]
     return cached
 
 
@@ -217,44 +240,101 @@ _DESCRIBE = {int: "an integer", float: "a number", str: "a string", bool: "true 
 
 def _load(value: Any, hint: Any, where: str | Path, path: str) -> Any:
     """VALUE checked against the type HINT (None already handled by the caller)."""
+    return _loader(hint)(value, where, path)
+
+
+_LOADERS: dict[Any, Loader] = {}
+"""Each type hint's Loader, made once (_make_loader)."""
+
+
+def _loader(hint: Any) -> Loader:
+    """HINT's Loader (made on first use, then kept: the few types of run.json's fields)."""
+    loader = _LOADERS.get(hint)
+    if loader is None:
+        loader = _LOADERS[hint] = _make_loader(hint)
+    return loader
+
+
+def _make_loader(hint: Any) -> Loader:
+    """The check of a value against the type HINT, HINT taken apart once: a Union, Any, a Record, a
+    list, tuple or dict of a type, float, int, str or bool."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
-        if value is None and type(None) in args:  # None inside a list or map (a missing figure)
-            return None
-        options = [a for a in args if a is not type(None)]
+        nullable = type(None) in args  # None inside a list or map (a missing figure)
+        options = [_loader(a) for a in args if a is not type(None)]
         if len(options) == 1:
-            return _load(value, options[0], where, path)
-        for option in options:  # e.g. int | str: the first that fits
-            try:
-                return _load(value, option, where, path)
-            except InputError:
-                continue
-        raise InputError(where, f"{_at(path)}has an unexpected type, got {_show(value)}")
+            (only,) = options
+
+            def one_of(value: Any, where: str | Path, path: str) -> Any:
+                return None if value is None and nullable else only(value, where, path)
+
+            return one_of
+
+        def first_of(value: Any, where: str | Path, path: str) -> Any:
+            if value is None and nullable:
+                return None
+            for option in options:  # e.g. int | str: the first that fits
+                try:
+                    return option(value, where, path)
+                except InputError:
+                    continue
+            raise InputError(where, f"{_at(path)}has an unexpected type, got {_show(value)}")
+
+        return first_of
     if hint is Any:
-        return value
+        return lambda value, where, path: value
     if isinstance(hint, type) and issubclass(hint, Record):
-        return hint.from_json(value, where, path)
+        return lambda value, where, path: hint.from_json(value, where, path)
     if origin in (list, tuple):
-        if not isinstance(value, list):
-            raise InputError(where, f"{_at(path)}should be a list, got {_show(value)}")
-        item = args[0] if args else Any
-        loaded = [_load(v, item, where, f"{path}[{i}]") for i, v in enumerate(value)]
-        return tuple(loaded) if origin is tuple else loaded
+        item = _loader(args[0] if args else Any)
+        as_tuple = origin is tuple
+
+        def items(value: Any, where: str | Path, path: str) -> Any:
+            if not isinstance(value, list):
+                raise InputError(where, f"{_at(path)}should be a list, got {_show(value)}")
+            loaded = [item(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+            return tuple(loaded) if as_tuple else loaded
+
+        return items
     if origin is dict:
-        if not isinstance(value, dict):
-            raise InputError(where, f"{_at(path)}should be an object, got {_show(value)}")
-        item = args[1] if len(args) == 2 else Any
-        return {str(k): _load(v, item, where, f"{path}.{k}") for k, v in value.items()}
+        entry = _loader(args[1] if len(args) == 2 else Any)
+
+        def entries(value: Any, where: str | Path, path: str) -> Any:
+            if not isinstance(value, dict):
+                raise InputError(where, f"{_at(path)}should be an object, got {_show(value)}")
+            return {str(k): entry(v, where, f"{path}.{k}") for k, v in value.items()}
+
+        return entries
     if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError(where, f"{_at(path)}should be a number, got {_show(value)}")
-        return float(value)
+
+        def a_number(value: Any, where: str | Path, path: str) -> Any:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(where, f"{_at(path)}should be a number, got {_show(value)}")
+            return float(value)
+
+        return a_number
     if hint in (int, str, bool):
-        # bool is an int in Python; `"users": true` is still a malformed file.
-        if isinstance(value, bool) != (hint is bool) or not isinstance(value, hint):
-            raise InputError(where, f"{_at(path)}should be {_DESCRIBE[hint]}, got {_show(value)}")
-        return value
-    raise TypeError(f"schema: unsupported type {hint!r} at {path}")  # a programming error, not input
+        is_bool = hint is bool
+
+        def a_scalar(value: Any, where: str | Path, path: str) -> Any:
+            # bool is an int in Python; `"users": true` is still a malformed file.
+            if isinstance(value, bool) != is_bool or not isinstance(value, hint):
+                raise InputError(where, f"{_at(path)}should be {_DESCRIBE[hint]}, got {_show(value)}")
+            return value
+
+        return a_scalar
+
+    def unsupported(value: Any, where: str | Path, path: str) -> Any:
+        raise TypeError(f"schema: unsupported type {hint!r} at {path}")  # a programming error, not input
+
+    return unsupported
+
+
+def _metadata_check(meta: Any) -> Loader | None:
+    """The check of a field's metadata (CHOICES, MINIMUM) on its value; None where it has none."""
+    if meta.get(CHOICES) is None and meta.get(MINIMUM) is None:
+        return None
+    return lambda value, where, path: _check_metadata(meta, value, where, path)
 
 
 def _check_metadata(meta: Any, value: Any, where: str | Path, path: str) -> None:
@@ -617,10 +697,16 @@ class WorkerLag(Record):
     OMIT_WHEN_NONE = frozenset({"reports_per_row"})
 
 
+INFLATED = "latency inflated by the load generator"
+"""The mark a flagged run carries: run.json's generator_lag.flag, the report, the printout, the verdict
+(core/bottleneck.py's, named here, with the record it marks, so that a reader of run.json needs
+no more than this module to say it)."""
+
+
 @dataclass
 class GeneratorLag(Record):
     """`generator_lag`: did the load generators keep up? Each one's event-loop lag, and the verdict
-    against the bound (core/bottleneck.py): a p99 above it marks the run `flag` (lag.INFLATED)."""
+    against the bound (core/bottleneck.py): a p99 above it marks the run `flag` (INFLATED)."""
 
     tick_ms: float | None = None  # the probe timer's period
     series_columns: list[str] = field(default_factory=list)

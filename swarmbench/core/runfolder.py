@@ -21,10 +21,11 @@ HDR histograms need hdrhistogram), so the door names the file and latency parses
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
+from collections import namedtuple
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -33,7 +34,10 @@ from swarmbench.core import folder as col
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.exits import InputError
 from swarmbench.core.figures import count, number, numbers
-from swarmbench.core.manifest import RunManifest
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers read it so)
+if TYPE_CHECKING:
+    from swarmbench.core.manifest import RunManifest
 
 MISSING = "missing"
 """RunFolderError's problem for a file that is not there."""
@@ -64,7 +68,21 @@ LOCUST_COLUMNS = {
 has no Type column and is not the failures file, whose Method column is its own.)"""
 
 
-@dataclass(frozen=True)
+RowClass = TypeVar("RowClass", bound=type)
+
+
+def _row(cls: RowClass) -> RowClass:
+    """CLS's annotated fields, in their order, as an immutable row: a tuple whose items are named
+    (collections.namedtuple), with CLS's docstring and methods; `row.field`, equality, hashing and
+    repr as a frozen dataclass has them. Not a frozen dataclass: one costs ~8x as much to build per
+    row and ~7x as much to define at import, and every reader of a run folder builds a row per line
+    of its CSV files (issue 31: reading is no slower than before RunFolder)."""
+    body = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    base = namedtuple(cls.__name__, tuple(cls.__annotations__))  # type: ignore[misc]
+    return type(cls.__name__, (base,), {**body, "__slots__": ()})  # type: ignore[return-value]
+
+
+@_row
 class Table:
     """A CSV file's rows as read: `header` (Locust's names made canonical for a Locust file), each
     row a dict by column, and `lines[i]` the line row i starts on (for errors)."""
@@ -100,8 +118,8 @@ def read_table(
     wrong, so that no reader of a run folder has a third.)"""
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:  # as open(newline="", encoding="utf-8") reads it, for less
+            text = f.read().decode("utf-8")
     except FileNotFoundError:
         if notes is None:
             raise RunFolderError(path, MISSING) from None
@@ -131,11 +149,8 @@ def read_table(
         if notes is None:
             raise RunFolderError(path, "empty file")
         return Table(path, (), (), ())
-    header = [h.strip() for h in records[0][1]]
-    if locust if locust is not None else path.name in LOCUST_FILES:
-        header = [LOCUST_COLUMNS.get(h.lower(), h) for h in header]
-        if col.TYPE not in header and path.name != col.FAILURES_CSV:
-            header = [col.TYPE if h.lower() == "method" else h for h in header]
+    name = path.name
+    header = _header(tuple(records[0][1]), locust if locust is not None else name in LOCUST_FILES, name)
     body = records[1:]
     if cut and notes is not None:
         body = body[:-1]
@@ -147,11 +162,24 @@ def read_table(
                 hint = " (a cut-off file?)" if (line, row) == body[-1] else ""
                 raise RunFolderError(path, f"{len(row)} fields, the header has {len(header)}{hint}", line)
             continue
-        rows.append(dict(zip(header, row, strict=True)))
+        rows.append(dict(zip(header, row, strict=False)))  # as long as the header: checked above
         lines.append(line)
     if notes is not None and len(rows) < len(body):
         notes.append(f"{path.name}: {len(body) - len(rows)} row(s) with a wrong number of fields, left out")
-    return Table(path, tuple(header), tuple(rows), tuple(lines))
+    return Table(path, header, tuple(rows), tuple(lines))
+
+
+@functools.lru_cache(maxsize=64)
+def _header(cells: tuple[str, ...], locust: bool, name: str) -> tuple[str, ...]:
+    """A CSV file's header as read_table keys its rows: each cell stripped; LOCUST: Locust's names
+    made canonical (LOCUST_COLUMNS; `Method` is the Type where there is no Type column, except in
+    the failures file NAME). Kept per header: every file of a kind has the same one."""
+    header = [h.strip() for h in cells]
+    if locust:
+        header = [LOCUST_COLUMNS.get(h.lower(), h) for h in header]
+        if col.TYPE not in header and name != col.FAILURES_CSV:
+            header = [col.TYPE if h.lower() == "method" else h for h in header]
+    return tuple(header)
 
 
 @overload
@@ -162,16 +190,20 @@ def read_json_object(path: Path, missing_ok: bool = False) -> dict[str, Any] | N
     """PATH's JSON object (run.json, locust_latency_hdr.json): RunFolderError naming the file (and
     the line of invalid JSON); None where it is missing and MISSING_OK."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        with open(path, "rb") as f:  # as open(encoding="utf-8") reads it, for less
+            text = f.read().decode("utf-8")
     except FileNotFoundError:
         if missing_ok:
             return None
         raise RunFolderError(path, "missing") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RunFolderError(path, f"cannot read ({type(e).__name__})") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise RunFolderError(path, f"invalid JSON at line {e.lineno}: {e.msg}") from None
+        # the line as a text-mode read numbers it: \r\n, \r and \n each end one
+        line = text.count("\n", 0, e.pos) + text.count("\r", 0, e.pos) - text.count("\r\n", 0, e.pos) + 1
+        raise RunFolderError(path, f"invalid JSON at line {line}: {e.msg}") from None
     if not isinstance(data, dict):
         raise RunFolderError(path, f"expected a JSON object, got {type(data).__name__}")
     return data
@@ -185,7 +217,7 @@ PERCENTILES = {"p50_ms": col.P50, "p66_ms": "66%", "p75_ms": "75%", "p80_ms": "8
 """StatsRow's percentile fields -> locust_stats.csv's columns (Locust's, rounded to 2 digits)."""
 
 
-@dataclass(frozen=True)
+@_row
 class StatsRow:
     """One row of locust_stats.csv: a (type, name), or Aggregated (type ""). Milliseconds and rates
     are None where Locust wrote N/A (a name without responses) or nothing."""
@@ -219,7 +251,7 @@ class StatsRow:
         return (self.type, self.name)
 
 
-@dataclass(frozen=True)
+@_row
 class FailureRow:
     """One row of locust_failures.csv: an error of one request (method, name) and how often."""
 
@@ -240,7 +272,7 @@ INTENDED = "intended"
 """Its kind of the time since the intended start (open-model runs only)."""
 
 
-@dataclass(frozen=True)
+@_row
 class ExactRow:
     """One row of locust_latency_hdr.csv: a (kind, type, name)'s whole-run exact percentiles, ms."""
 
@@ -269,26 +301,11 @@ STATS_NUMBERS = (col.MEDIAN_RT, col.AVG_RT, col.MIN_RT, col.MAX_RT, col.AVG_SIZE
 EXACT_NUMBERS = tuple(EXACT_COLUMNS.values())
 """The columns of ExactRow's float fields, in the fields' order (p50_ms ... max_ms)."""
 
-Row = TypeVar("Row", StatsRow, ExactRow)
-
-_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (StatsRow, ExactRow)}
-"""Each row class's field names, in order (for _frozen_row)."""
-
-
-def _frozen_row(cls: type[Row], *values: Any) -> Row:
-    """cls(*values), the same frozen object, without the dataclass __init__: a frozen one sets each
-    field through object.__setattr__, 8x slower than this, and every reader of a run folder builds
-    a row per line of its CSV files (issue 31: reading is no slower than before RunFolder)."""
-    row = object.__new__(cls)
-    vars(row).update(zip(_FIELDS[cls], values, strict=True))
-    return row
-
 
 def stats_row(row: dict[str, str], line: int) -> StatsRow:
     """A locust_stats.csv row (read_table's) as a StatsRow."""
     get = row.get
-    return _frozen_row(  # in StatsRow's field order (STATS_NUMBERS: median_ms ... p100_ms)
-        StatsRow,
+    return StatsRow(  # in its field order (STATS_NUMBERS: median_ms ... p100_ms)
         get(col.TYPE) or "",
         get(col.NAME) or "",
         count(get(col.REQUEST_COUNT)),
@@ -301,8 +318,7 @@ def stats_row(row: dict[str, str], line: int) -> StatsRow:
 def exact_row(row: dict[str, str], line: int) -> ExactRow:
     """A locust_latency_hdr.csv row (read_table's, locust=False) as an ExactRow."""
     get = row.get
-    return _frozen_row(  # in ExactRow's field order (EXACT_NUMBERS: p50_ms ... max_ms)
-        ExactRow,
+    return ExactRow(  # in its field order (EXACT_NUMBERS: p50_ms ... max_ms)
         get("kind") or SERVICE,
         get("type") or "",
         get("name") or "",
@@ -335,6 +351,8 @@ class RunFolder:
         first asked for: the check walks every timeline and costs more than reading the CSVs."""
         if self.manifest_json is None:
             return None
+        from swarmbench.core.manifest import RunManifest  # here: most readers never ask for it
+
         path = self.path / col.MANIFEST
         try:
             return RunManifest.from_json(self.manifest_json, path)
@@ -362,7 +380,7 @@ class RunFolder:
             key = (parsed.type, parsed.name)
             if key in stats:
                 raise RunFolderError(stats_path, f"{parsed.type} {parsed.name!r} a second time", line)
-            if number(row.get(col.REQUEST_COUNT)) is None:
+            if not parsed.requests and number(row.get(col.REQUEST_COUNT)) is None:  # 0: a count, or none
                 cell = row.get(col.REQUEST_COUNT)
                 raise RunFolderError(stats_path, f"{col.REQUEST_COUNT} {cell!r} is not a number", line)
             stats[key] = parsed

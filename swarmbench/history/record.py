@@ -9,6 +9,7 @@ histogram from locust_latency_hdr.json; a folder without them (older harness, pl
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -16,15 +17,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from swarmbench.core import folder as col
 from swarmbench.core.checks import EXACT, ROUNDED  # a run's precision: HDR histograms, or Locust's
 from swarmbench.core.figures import number as _number
 from swarmbench.core.folder import LATENCY_HDR_CSV, LATENCY_HDR_JSON
-from swarmbench.core.manifest import this_testbed
-from swarmbench.core.runfolder import RunFolder, RunFolderError, StatsRow, read_json_object, read_table
+from swarmbench.core.runfolder import (
+    ExactRow,
+    RunFolder,
+    RunFolderError,
+    StatsRow,
+    read_json_object,
+    read_table,
+)
 
 PERCENTILES = (("p50_ms", col.P50), ("p90_ms", col.P90), ("p95_ms", col.P95), ("p99_ms", col.P99))
 """Stored percentile -> Locust's stats column for a rounded run (p99.9 and max are added below)."""
@@ -150,14 +157,15 @@ def read_run(
     stats = tuple(_name_stats(row, exact_rows) for row in run.stats.values())
     if not stats:
         raise FolderError(folder / col.STATS_CSV, "no rows")
-    return RunData(
+    return _frozen(  # every field of RunData
+        RunData,
         run_key=run_key,
         run_id=run_id,
         started_at=started,
         git_commit=_text(manifest.get("git_commit")),
         branch=branch if branch is not None else _text(manifest.get("git_branch")),
         host=host_identity(_text(manifest.get("host")), bundled=_bundled(manifest)),
-        testbed=testbed or _text(manifest.get("testbed")) or this_testbed(),
+        testbed=testbed or _text(manifest.get("testbed")) or _this_testbed(),
         locust_version=_text(manifest.get("locust_version")),
         status=_text(manifest.get("status")),
         duration_s=_number(manifest.get("duration_s")),
@@ -165,6 +173,14 @@ def read_run(
         load=load_of(manifest) if manifest else _given(folder, load or {}),
         stats=stats,
     )
+
+
+def _this_testbed() -> str:
+    """This machine's testbed name (core/manifest.py's this_testbed), imported only when a run
+    needs it: run.json's types are no part of reading a run for the store."""
+    from swarmbench.core.manifest import this_testbed
+
+    return this_testbed()
 
 
 def _given(folder: Path, load: dict[str, Any]) -> dict[str, Any]:
@@ -222,8 +238,10 @@ def legacy_host(host: str) -> str:
     return host_identity(host, bundled=True)
 
 
+@functools.lru_cache(maxsize=256)
 def _loopback(host: str) -> Any:
-    """HOST's urlsplit when it is a URL of this machine with a port, else None."""
+    """HOST's urlsplit when it is a URL of this machine with a port, else None. Kept per host: a
+    history's runs share a few hosts, and taking one apart costs as much as reading a CSV row."""
     try:
         parts = urlsplit(host)
         port, name = parts.port, parts.hostname
@@ -270,48 +288,60 @@ def load_of(manifest: dict[str, Any]) -> dict[str, Any]:
 # --- the files --------------------------------------------------------------------------------------
 
 
-def _name_stats(row: StatsRow, exact_rows: dict[tuple[str, str], dict[str, Any]]) -> NameStats:
-    exact = exact_rows.get(row.key)
-    if exact is not None and exact["count"] != row.requests:
-        exact = None  # the histograms hold part of this name's requests: Locust's figures instead
-    if exact is not None:
-        figures = {metric: exact[metric] for metric in HDR_CSV_COLUMNS}
-    else:
-        figures = {metric: getattr(row, metric) for metric, _ in PERCENTILES}
-        figures["p999_ms"] = row.p999_ms
-        figures["max_ms"] = row.max_ms  # the true max (100% is rounded)
-    return NameStats(
+def _name_stats(row: StatsRow, exact_rows: dict[tuple[str, str], tuple[ExactRow, str | None]]) -> NameStats:
+    exact, hdr = exact_rows.get(row.key) or (None, None)
+    if exact is not None and exact.count != row.requests:
+        exact = hdr = None  # the histograms hold part of this name's requests: Locust's figures instead
+    figures = row if exact is None else exact  # Locust's max_ms is the true max (its 100% is rounded)
+    return _frozen(  # in NameStats' field order
+        NameStats,
         type=row.type,
         name=row.name,
         requests=row.requests,
         failures=row.failures,
         rps=row.rps,
+        p50_ms=figures.p50_ms,
+        p90_ms=figures.p90_ms,
+        p95_ms=figures.p95_ms,
+        p99_ms=figures.p99_ms,
+        p999_ms=figures.p999_ms,
+        max_ms=figures.max_ms,
         exact=exact is not None,
-        hdr=exact["hdr"] if exact is not None else None,
-        **figures,
+        hdr=hdr,
     )
 
 
-def _exact_rows(run: RunFolder, manifest: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(type, name) -> the HDR figures and encoded histogram of the service time; {} when the
-    folder has no HDR files or run.json says its histograms miss requests (`latency.exact`)."""
+Frozen = TypeVar("Frozen")
+
+
+def _frozen(cls: type[Frozen], **values: Any) -> Frozen:
+    """cls(**values) for a frozen dataclass, every field given, without its __init__: that sets each
+    field through object.__setattr__, ~20x the cost of this, and read_run makes one NameStats per
+    request name of every run a history imports (issue 31: reading no slower than before)."""
+    made = object.__new__(cls)
+    vars(made).update(values)
+    return made
+
+
+def _exact_rows(
+    run: RunFolder, manifest: dict[str, Any]
+) -> dict[tuple[str, str], tuple[ExactRow, str | None]]:
+    """(type, name) -> the service time's HDR figures and encoded histogram (None where the JSON
+    has none for it); {} when the folder has no HDR files or run.json says its histograms miss
+    requests (`latency.exact`)."""
     latency = manifest.get("latency")
     if isinstance(latency, dict) and latency.get("exact") is False:
         return {}
-    table, encoded = run.path / LATENCY_HDR_CSV, run.path / LATENCY_HDR_JSON
-    if not table.is_file() or not encoded.is_file():
+    if not (run.path / LATENCY_HDR_CSV).is_file():
+        return {}
+    encoded = read_json_object(run.path / LATENCY_HDR_JSON, missing_ok=True)
+    if encoded is None:
         return {}
     hdrs: dict[tuple[str, str], str] = {}
-    for entry in read_json_object(encoded).get("histograms") or []:
+    for entry in encoded.get("histograms") or []:
         if isinstance(entry, dict) and entry.get("kind") == SERVICE and isinstance(entry.get("hdr"), str):
             hdrs[(str(entry.get("type", "")), str(entry.get("name", "")))] = entry["hdr"]
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for key, row in run.exact.items():
-        figures: dict[str, Any] = {m: getattr(row, m) for m in HDR_CSV_COLUMNS}
-        figures["count"] = row.count
-        figures["hdr"] = hdrs.get(key)
-        out[key] = figures
-    return out
+    return {key: (row, hdrs.get(key)) for key, row in run.exact.items()}
 
 
 def _started_at(folder: Path, manifest: dict[str, Any]) -> str:
