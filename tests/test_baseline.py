@@ -17,7 +17,8 @@ from harness import run_against, run_module
 from swarmbench.core import exits
 from swarmbench.runner.ab import SUFFIX, compare_with_baseline
 
-pytestmark = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
+# Verdicts on real runs' latency: run alone (make test-py). A bad baseline's one line is not timed.
+QUIET = pytest.mark.quiet
 
 LOAD = ["-t", "6s", "-u", "4", "-r", "4", "--wait-time", "constant 0.05", "AlbumsHttpUser"]
 
@@ -32,6 +33,7 @@ def runs(albums_binary, tmp_path_factory):
     }
 
 
+@QUIET
 def test_a_slower_run_fails_the_build_and_the_run_folder_is_kept(runs):
     before = sorted(p.name for p in runs["slow"].iterdir())
     code = compare_with_baseline(runs["slow"], runs["main"])
@@ -43,12 +45,14 @@ def test_a_slower_run_fails_the_build_and_the_run_folder_is_kept(runs):
     assert sorted(p.name for p in runs["slow"].iterdir()) == before  # nothing written into the run
 
 
+@QUIET
 def test_an_identical_run_passes(runs):
     assert compare_with_baseline(runs["same"], runs["main"]) == exits.OK
     data = json.loads((runs["same"].parent / f"pr-same{SUFFIX}" / "compare.json").read_text())
     assert data["verdicts"]["regressed"] == 0
 
 
+@QUIET
 def test_a_run_that_failed_is_not_compared(runs, tmp_path):
     fake = tmp_path / "r"
     fake.mkdir()
@@ -56,6 +60,7 @@ def test_a_run_that_failed_is_not_compared(runs, tmp_path):
     assert not (tmp_path / f"r{SUFFIX}").exists()
 
 
+@QUIET
 def test_thresholds_broken_stays_the_runs_code(runs):
     """The run's own non-zero code wins (it is what the run's junit.xml says); the comparison is
     still written next to it."""

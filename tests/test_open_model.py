@@ -23,7 +23,8 @@ from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.histogram import CSV_COLUMNS
 
-pytestmark = pytest.mark.quiet  # arrival rates held and dropped: run alone (make test-py)
+# Arrival rates held and dropped: run alone (make test-py). A bad rate's one line is not timed.
+QUIET = pytest.mark.quiet
 
 PROBE = "tests/fixtures/open_model/report_probe.py"
 PROBE_PREFIX = "probe: arrival counts from "  # the probe's PREFIX (the probe imports Locust)
@@ -44,6 +45,7 @@ def hdr_rows(run_dir: Path) -> dict[tuple[str, str], dict[str, str]]:
         return {(r["name"], r["kind"]): r for r in reader}
 
 
+@QUIET
 def test_rate_held_across_two_workers(albums_target, tmp_path):
     """100 iterations/s split over two worker processes for ~16 s: achieved within 1 %, every
     iteration one request the target served, the journey's 3:1 kept, both latencies recorded."""
@@ -84,6 +86,7 @@ def test_rate_held_across_two_workers(albums_target, tmp_path):
     assert full and all(n == pytest.approx(100, abs=2) for n in full), full
 
 
+@QUIET
 @pytest.mark.parametrize("max_wait", ["0", "1s"])
 def test_slow_target_drops_and_shows_what_a_closed_loop_hides(albums_binary, tmp_path, max_wait):
     """5 users, 100 ms per request: at most ~50 iterations/s of the 100 offered can start. Dropped
@@ -155,6 +158,7 @@ class Admin(Visitor):  # inherits the wrapped on_start: must not wait for two it
 """
 
 
+@QUIET
 def test_a_locustfile_of_ones_own(albums_target, tmp_path):
     locustfile = tmp_path / "mine.py"
     locustfile.write_text(textwrap.dedent(OWN_LOCUSTFILE))
@@ -191,6 +195,7 @@ def test_a_bad_arrival_rate_stops_before_a_folder_exists(albums_target, tmp_path
     assert not any(tmp_path.iterdir())
 
 
+@QUIET
 def test_rate_re_split_when_a_worker_goes_missing(albums_target, tmp_path):
     """Two workers share 100/s; one is killed once both shipped counts: the survivor schedules its half
     until run.json records the worker missing, then the whole rate; the lost iterations are counted."""

@@ -50,13 +50,23 @@ def lines(page: str) -> list[str]:
     return [html.unescape(x) for x in re.findall(r"<li>(.*?)</li>", box(page))]
 
 
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory):
+def made_once(tmp_path_factory, folder: Path, name: str) -> tuple[str, dict]:
+    """FOLDER's report, for a module fixture (its tests only read it)."""
     from swarmbench.cli import analysis_main as main
 
-    out = tmp_path_factory.mktemp("examples") / "report"
-    assert main(["report", str(EXAMPLES), "-o", str(out)]) == 0
+    out = tmp_path_factory.mktemp(name) / "report"
+    assert main(["report", str(folder), "-o", str(out)]) == 0
     return (out / "report.html").read_text(), json.loads((out / "comparisons.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    return made_once(tmp_path_factory, EXAMPLES, "examples")
+
+
+@pytest.fixture(scope="module")
+def fixture_sweep(tmp_path_factory):
+    return made_once(tmp_path_factory, FIXTURE, "fixture-sweep")
 
 
 def test_the_summary_box_opens_the_report(examples):
@@ -98,10 +108,10 @@ def copy_runs(runs: list[Path], to: Path) -> Path:
         ),
     ],
 )
-def test_a_line_equals_swarmbench_compare_of_the_same_runs(analysis_cli, tmp_path, label, base, cand, extra):
+def test_a_line_equals_swarmbench_compare_of_the_same_runs(fixture_sweep, tmp_path, label, base, cand, extra):
     """The fixture sweep (2 repeats of HttpUser, 1 of FastHttpUser): its line for LABEL holds the
     numbers `swarmbench compare --metrics throughput,p95` gives for the same runs, verdict included."""
-    page, found = report(analysis_cli, FIXTURE, tmp_path / "report")
+    page, found = fixture_sweep
     a = copy_runs(sorted(FIXTURE.glob(base)), tmp_path / "a")
     b = copy_runs(sorted(FIXTURE.glob(cand)), tmp_path / "b")
     res = run_module(
