@@ -445,8 +445,6 @@ _RUN_COLUMNS = ("id", "run_key", "run_id", "started_at", "git_commit", "branch",
 _STAT_COLUMNS = ("run", "type", "name", *METRICS, "exact")
 _REAL = frozenset(METRICS) - {"requests", "failures"}
 """The metrics stored as DOUBLE PRECISION (the rest are NOT NULL counts)."""
-_TYPE, _NAME, _RUN = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
-"""A series row's type, name and run id (Store.series)."""
 
 
 def _reals(values: list[Any]) -> list[float]:
@@ -632,15 +630,7 @@ class Store:
             params,
         )
         out = Series(runs=[_record(r) for r in runs])
-        # In the primary key's order (run, type, name): no sort for the engine. A configuration
-        # whose every run has every name (the usual case) is then a table of n runs x K names,
-        # each name's column one slice of it, K apart.
-        rows = self._db.rows(
-            f"SELECT type, name, run, {', '.join(metrics)} FROM history_stats WHERE run IN ({picked}) "
-            "ORDER BY run, type, name",
-            params,
-        )
-        if not self._columns_dense(out, rows, metrics):
+        if not self._columns_dense(out, picked, params, metrics):
             # Some run lacks a name: name by name, as the engine orders the names.
             rows = self._db.rows(
                 f"SELECT type, name, run, {', '.join(metrics)} FROM history_stats WHERE run IN ({picked}) "
@@ -650,29 +640,47 @@ class Store:
             self._columns_sparse(out, rows, metrics)
         return out
 
-    @staticmethod
-    def _columns_dense(out: Series, rows: list[tuple[Any, ...]], metrics: Sequence[str]) -> bool:
-        """OUT's values from ROWS (ordered by run, type and name) when every run of OUT has the
-        same names, one row each; False (OUT untouched) when not."""
+    def _columns_dense(self, out: Series, picked: str, params: list[Any], metrics: Sequence[str]) -> bool:
+        """OUT's values when every run of OUT (the ids PICKED selects) has the same names, one row
+        each; False (OUT untouched) when not. The names are those of one run; the rest is counted
+        by the engine: with (run, type, name) unique, all rows among those names and n x K rows in
+        all means every run has each of the K names. The values then come in the primary key's
+        order (run, type, name), no sort for the engine and no type, name or run per row (a third
+        less to read): a table of n runs x K names, each name's column one slice of it, K apart."""
         n = len(out.runs)
-        names = len(rows) // n if n else 0
-        if not names or len(rows) != n * names:
+        if not n:
             return False
         by_id = sorted(r.id for r in out.runs)
-        blocks = [rows[k::names] for k in range(names)]  # row k of every run
-        for block in blocks:  # every run has the name at the same place, runs in id order
-            type_, name = block[0][:2]
-            if (list(map(_RUN, block)) != by_id or list(map(_TYPE, block)).count(type_) != n
-                    or list(map(_NAME, block)).count(name) != n):  # fmt: skip
-                return False
+        names = self._db.rows(
+            "SELECT type, name FROM history_stats WHERE run = ? ORDER BY type, name", [by_id[0]]
+        )
+        if not names:
+            return False
+        pairs = ", ".join(["(?, ?)"] * len(names))
+        counts = self._db.rows(
+            f"SELECT COUNT(*), COUNT(CASE WHEN (type, name) IN (VALUES {pairs}) THEN 1 END) "
+            f"FROM history_stats WHERE run IN ({picked})",
+            [*itertools.chain.from_iterable(names), *params],
+        )[0]
+        if int(counts[0]) != n * len(names) or int(counts[1]) != n * len(names):
+            return False
+        rows = self._db.rows(
+            f"SELECT {', '.join(metrics)} FROM history_stats WHERE run IN ({picked}) "
+            "ORDER BY run, type, name",
+            params,
+        )
+        if len(rows) != n * len(names):  # a writer between the queries: read it name by name
+            return False
         # positions are by started_at then id: ids out of that order (an older run added later)
         rank = {run_id: i for i, run_id in enumerate(by_id)}
         order = [rank[r.id] for r in out.runs]
-        if order != list(range(n)):
-            blocks = [[block[i] for i in order] for block in blocks]
-        for block in blocks:
-            per = out.values[block[0][:2]] = {}
-            for j, m in enumerate(metrics, start=3):
+        shuffled = order != list(range(n))
+        for k, key in enumerate(names):
+            block = rows[k :: len(names)]  # row k of every run, runs in id order
+            if shuffled:
+                block = [block[i] for i in order]
+            per = out.values[(key[0], key[1])] = {}
+            for j, m in enumerate(metrics):
                 values = list(map(operator.itemgetter(j), block))
                 # The drivers give REAL columns as float already (None: NULL); counts (BIGINT) need float().
                 per[m] = _reals(values) if m in _REAL else [float(v) for v in values]
