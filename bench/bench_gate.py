@@ -89,33 +89,38 @@ def candidate(series, i: int, p95: float = 1.0) -> list[NameStats]:
     return out
 
 
-def gate_calls(series, past: list[int], cand: list[NameStats]) -> tuple[bool, bool]:
-    """(any row regressed: exit 3; Aggregated p95 regressed) of CAND against the PAST runs of
-    SERIES, as gate_outcome judges them (its _differences, each row at its share of 5 %)."""
+def gate_calls(
+    series, past: list[int], cand: list[NameStats] | list[list[NameStats]], looks: int = 1
+) -> tuple[bool, bool]:
+    """(any row regressed: exit 3; Aggregated p95 regressed) of CAND (one run, or several: repeats)
+    against the PAST runs of SERIES, as gate_outcome judges them (its _differences, each row at its
+    share of 5 % / LOOKS: BASELINE=history with BUDGET gates each look at 5 % over its K looks)."""
     names = sorted({n for _, n in series.values} - {AGGREGATED}) + [AGGREGATED]
-    by_name = {(s.type, s.name): [s] for s in cand}
-    alphas = history_stats.row_alphas(names, COMPARE_METRICS, 0.05)
-    found, _, _, _ = _differences(
-        series, sorted(past), None, by_name, names, COMPARE_METRICS, alphas, MIN_EFFECT
-    )
+    runs = cand if cand and isinstance(cand[0], list) else [cand]
+    by_name = {(s.type, s.name): [r[i] for r in runs] for i, s in enumerate(runs[0])}
+    alphas = history_stats.row_alphas(names, COMPARE_METRICS, 0.05 / looks)
+    found, *_ = _differences(series, sorted(past), None, by_name, names, COMPARE_METRICS, alphas, MIN_EFFECT)
     rows = report_rows(found, MIN_EFFECT)
     agg = next(r for r in rows if (r.name, r.metric) == (AGGREGATED, "p95"))
     return any(r.verdict == REGRESSED for r in rows), agg.verdict == REGRESSED
 
 
-def trials(series, past: int, count: int, seed: int = 1) -> dict[str, float]:
-    """Shares of COUNT draws (PAST runs + 1 candidate from SERIES): the whole gate failed by the
-    unchanged candidate and by the p95 x SHIFT one; Aggregated p95 called on each."""
+def trials(
+    series, past: int, count: int, seed: int = 1, repeats: int = 1, looks: int = 1
+) -> dict[str, float]:
+    """Shares of COUNT draws (PAST runs + REPEATS candidate runs from SERIES): the whole gate failed
+    by the unchanged candidate and by the p95 x SHIFT one; Aggregated p95 called on each. LOOKS:
+    the gate at 5 % / LOOKS, as a look of BASELINE=history with BUDGET (K = LOOKS) is."""
     rng = np.random.default_rng(seed)
     n = len(series.runs)
     hits = dict.fromkeys(("gate_same", "gate_shift", "p95_same", "p95_shift"), 0)
     for _ in range(count):
         order = rng.permutation(n)
-        chosen, c = [int(i) for i in order[:past]], int(order[past])
-        gate, p95 = gate_calls(series, chosen, candidate(series, c))
+        chosen, cs = [int(i) for i in order[:past]], [int(i) for i in order[past : past + repeats]]
+        gate, p95 = gate_calls(series, chosen, [candidate(series, c) for c in cs], looks)
         hits["gate_same"] += gate
         hits["p95_same"] += p95
-        gate, p95 = gate_calls(series, chosen, candidate(series, c, SHIFT))
+        gate, p95 = gate_calls(series, chosen, [candidate(series, c, SHIFT) for c in cs], looks)
         hits["gate_shift"] += gate
         hits["p95_shift"] += p95
     return {k: v / count for k, v in hits.items()}
@@ -194,6 +199,15 @@ def main(argv: list[str] | None = None) -> None:
         "--delay", default=",".join(DELAYS), help="ALBUMS_DELAYs, comma-separated (default 100ms,10ms)"
     )
     parser.add_argument("--synthetic", type=int, default=1000, help="synthetic histories per noise (0: skip)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="candidate runs per draw besides the single run: the gate with BUDGET at this many runs",
+    )
+    parser.add_argument(
+        "--looks", type=int, default=10, help="with --repeats: the K looks its 5 %% is split over"
+    )
     args = parser.parse_args(argv)
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-gate-"))
     for delay in [d.strip() for d in args.delay.split(",") if d.strip()]:
@@ -216,6 +230,17 @@ def main(argv: list[str] | None = None) -> None:
             f"in {found['gate_same']:.1%} (goal <= 5 %), a 10 % p95 shift in {found['gate_shift']:.1%} "
             f"(goal >= 90 %); Aggregated p95 alone: {found['p95_same']:.1%} / {found['p95_shift']:.1%}"
         )
+        if args.repeats > 1:
+            k = args.repeats
+            past_k = min(BASELINE_RUNS, len(series.runs) - k)
+            found = trials(series, past_k, args.trials, repeats=k, looks=args.looks)
+            print(
+                f"  {args.trials} draws of {past_k} past runs + {k} candidate runs at 5 %/{args.looks} "
+                f"(a look of "
+                f"BASELINE=history BUDGET with K={args.looks}): unchanged fails in {found['gate_same']:.1%}, "
+                f"a 10 % p95 shift in {found['gate_shift']:.1%}; Aggregated p95 alone: "
+                f"{found['p95_same']:.1%} / {found['p95_shift']:.1%}"
+            )
         same, moved = end_to_end(store, series, 1.0), end_to_end(store, series, SHIFT)
         print(
             f"  through gate_outcome, the last run against the rest: unchanged {same}; p95 x {SHIFT} {moved}"
