@@ -149,6 +149,18 @@ def synthetic(noise: float, count: int, past: int = BASELINE_RUNS, names: int = 
     return shifted / count, same / count
 
 
+def with_repeats(series, count: int, k: int, looks: int) -> None:
+    """Print the gate's shares with K candidate runs at 5 %/LOOKS (a look of BASELINE=history BUDGET)."""
+    past_k = min(BASELINE_RUNS, len(series.runs) - k)
+    found = trials(series, past_k, count, repeats=k, looks=looks)
+    print(
+        f"  {count} draws of {past_k} past runs + {k} candidate runs at 5 %/{looks} "
+        f"(a look of BASELINE=history BUDGET with K={looks}): unchanged fails in {found['gate_same']:.1%}, "
+        f"a 10 % p95 shift in {found['gate_shift']:.1%}; Aggregated p95 alone: "
+        f"{found['p95_same']:.1%} / {found['p95_shift']:.1%}"
+    )
+
+
 def end_to_end(store: Path, series, factor: float) -> str:
     """The last run through gate_outcome (the store, compare --history's code), every name's p95
     times FACTOR: its exit code and Aggregated p95 verdict, and whether the shortcut (gate_calls on
@@ -231,16 +243,7 @@ def main(argv: list[str] | None = None) -> None:
             f"(goal >= 90 %); Aggregated p95 alone: {found['p95_same']:.1%} / {found['p95_shift']:.1%}"
         )
         if args.repeats > 1:
-            k = args.repeats
-            past_k = min(BASELINE_RUNS, len(series.runs) - k)
-            found = trials(series, past_k, args.trials, repeats=k, looks=args.looks)
-            print(
-                f"  {args.trials} draws of {past_k} past runs + {k} candidate runs at 5 %/{args.looks} "
-                f"(a look of "
-                f"BASELINE=history BUDGET with K={args.looks}): unchanged fails in {found['gate_same']:.1%}, "
-                f"a 10 % p95 shift in {found['gate_shift']:.1%}; Aggregated p95 alone: "
-                f"{found['p95_same']:.1%} / {found['p95_shift']:.1%}"
-            )
+            with_repeats(series, args.trials, args.repeats, args.looks)
         same, moved = end_to_end(store, series, 1.0), end_to_end(store, series, SHIFT)
         print(
             f"  through gate_outcome, the last run against the rest: unchanged {same}; p95 x {SHIFT} {moved}"

@@ -280,6 +280,11 @@ def _swarm_lab(sub) -> None:
 
 
 def compare_parser(sub) -> argparse.ArgumentParser:
+    """`swarmbench compare`'s parser.
+
+    (Long on purpose: every option of the one comparison command, the A/B sides, the history gate,
+    the duet and the sequential looks, declared in one place, as make ab and the runner build them
+    through core/cmdline.py.)"""
     from swarmbench.core.checks import COMPARE_METRICS
 
     p = sub.add_parser(

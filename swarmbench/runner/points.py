@@ -473,11 +473,17 @@ ENGINES = ("compose", "swarm")
 """ENGINE for `make sweep`: where each point's stack runs (LOCAL=1 runs local processes instead)."""
 
 
-def point_runner(s: SweepSettings, sweep_dir: Path, env: dict[str, str]) -> PointRunner:
-    """The runner LOCAL and ENGINE ask for."""
+def check_engine(env: Mapping[str, str]) -> str:
+    """ENGINE (default compose), or UsageError (one line) when it is not one of ENGINES."""
     engine = env.get("ENGINE") or "compose"
     if engine not in ENGINES:
         raise UsageError(f"ENGINE={engine!r} is not one of {', '.join(ENGINES)}")
+    return engine
+
+
+def point_runner(s: SweepSettings, sweep_dir: Path, env: dict[str, str]) -> PointRunner:
+    """The runner LOCAL and ENGINE ask for."""
+    engine = check_engine(env)
     if s.local:
         if engine != "compose":
             raise UsageError(f"LOCAL=1 runs local processes; it cannot be combined with ENGINE={engine}")

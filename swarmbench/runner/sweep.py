@@ -46,6 +46,7 @@ from swarmbench.runner.points import (
     PointRunner,
     SweepSettings,
     _PointError,
+    check_engine,
     classify,
     load_state,
     plan,
@@ -185,6 +186,7 @@ def run_sweep(
     bound = knee_bound(env) if s.arrival_rate else None  # a bad KNEE_P99_MS fails now, not at the report
     root = results_dir(env)
     if not named and not dry_run:
+        check_engine(env)  # bad input leaves nothing behind: checked before the folder is taken
         s = replace(s, sweep_id=create_run_dir(root, s.sweep_id, explicit=False).name)
     sweep_dir = root / s.sweep_id
     points = load_state(sweep_dir, s) if sweep_dir.exists() else plan(s)
