@@ -52,6 +52,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from swarmbench.core import cmdline, exits
@@ -521,24 +522,44 @@ def run_ab(environ: Mapping[str, str], check: CompareArgsCheck, record: str | No
     points = load_points(root, s, env)
     if any(p.status != "done" for p in points):
         runner = point_runner(s, root, env)
-        runner.setup()
-        try:
-            interrupted = run_all(s, runner, root, env, points, record)
-        finally:
-            runner.cleanup()
-        if interrupted:
-            done = sum(p.status == "done" for p in points)
-            print(
-                f"swarmbench ab: interrupted; {done} of {len(points)} runs kept in {display(root)}/. "
-                f"Resume: the same settings and AB_ID={s.ab_id}",
-                file=sys.stderr,
-            )
-            return exits.INTERRUPTED_SIGINT
+        stopped = run_with(runner, partial(run_all, s, runner, root, env, points, record), s, root, points)
+        if stopped is not None:
+            return stopped
     else:
         print(f"swarmbench ab: {s.ab_id}: all {len(points)} runs already done; comparing", file=sys.stderr)
     code = compare_sides(s, root)
     failed = [p.id for p in points if p.status != "done"]
     return code if code or not failed else exits.REQUESTS_FAILED
+
+
+def run_with(
+    runner: PointRunner,
+    loop: Callable[[], bool],
+    s: AbSettings,
+    root: Path,
+    points: list[SweepPoint],
+    what: str = "runs",
+    total: bool = True,
+) -> int | None:
+    """RUNNER set up, LOOP run (it returns True when interrupted), RUNNER cleaned up whatever
+    happens. Interrupted: one line saying how many of POINTS (WHAT) are kept and how to resume, and
+    exits.INTERRUPTED_SIGINT; None when the loop ran through. TOTAL: say "N of M" (a sequence's
+    planned pairs are a bound, not a count: "N")."""
+    runner.setup()
+    try:
+        interrupted = loop()
+    finally:
+        runner.cleanup()
+    if not interrupted:
+        return None
+    done = sum(p.status == "done" for p in points)
+    kept = f"{done} of {len(points)} {what}" if total else f"{done} {what}"
+    print(
+        f"swarmbench ab: interrupted; {kept} kept in {display(root)}/. "
+        f"Resume: the same settings and AB_ID={s.ab_id}",
+        file=sys.stderr,
+    )
+    return exits.INTERRUPTED_SIGINT
 
 
 def run_all(
@@ -675,19 +696,10 @@ def run_sequential(s: AbSettings, root: Path, env: dict[str, str], record: str |
     points = load_points(root, s, env, seq["max_pairs"] or 0)
     if seq["stopped"] is None:
         runner = point_runner(s, root, env)
-        runner.setup()
-        try:
-            interrupted = pairs_loop(s, runner, root, env, points, seq, record)
-        finally:
-            runner.cleanup()
-        if interrupted:
-            done = sum(p.status == "done" for p in points)
-            print(
-                f"swarmbench ab: interrupted; {done} runs kept in {display(root)}/. "
-                f"Resume: the same settings and AB_ID={s.ab_id}",
-                file=sys.stderr,
-            )
-            return exits.INTERRUPTED_SIGINT
+        loop = partial(pairs_loop, s, runner, root, env, points, seq, record)
+        stopped = run_with(runner, loop, s, root, points, total=False)  # the planned pairs are not all run
+        if stopped is not None:
+            return stopped
     else:
         print(f"swarmbench ab: {s.ab_id}: the sequence ended ({seq['stopped']}); comparing", file=sys.stderr)
     design = (seq["max_pairs"], seq["first_look"]) if seq["max_pairs"] else None

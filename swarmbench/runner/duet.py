@@ -29,6 +29,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from swarmbench.core import cmdline, exits
@@ -247,19 +248,10 @@ def run_duet(environ: Mapping[str, str], check_args: ab.CompareArgsCheck, record
     points = load_points(root, s, env)
     if any(p.status != "done" for p in points):
         runner = duet_runner(s, root / DUET_DIR, env)
-        runner.setup()
-        try:
-            interrupted = run_all(s, runner, root, env, points, record)
-        finally:
-            runner.cleanup()
-        if interrupted:
-            done = sum(p.status == "done" for p in points)
-            print(
-                f"swarmbench ab: interrupted; {done} of {len(points)} duet runs kept in {display(root)}/. "
-                f"Resume: the same settings and AB_ID={s.ab_id}",
-                file=sys.stderr,
-            )
-            return exits.INTERRUPTED_SIGINT
+        loop = partial(run_all, s, runner, root, env, points, record)
+        stopped = ab.run_with(runner, loop, s, root, points, "duet runs")
+        if stopped is not None:
+            return stopped
     else:
         print(
             f"swarmbench ab: {s.ab_id}: all {len(points)} duet runs already done; comparing", file=sys.stderr
