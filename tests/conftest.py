@@ -40,6 +40,15 @@ def albums_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def two_hosts(albums_binary: Path) -> Iterator[tuple[Target, Target]]:
+    """Two albums services standing in for two deploys: a fast one (2 ms) and a slow one (12 ms)."""
+    fast, slow = Target(albums_binary, ALBUMS_DELAY="2ms"), Target(albums_binary, ALBUMS_DELAY="12ms")
+    yield fast, slow
+    fast.stop()
+    slow.stop()
+
+
+@pytest.fixture
 def albums_target(albums_binary: Path) -> Iterator[Target]:
     """A fresh albums service on a free loopback port (fresh counters for every test)."""
     t = Target(albums_binary)

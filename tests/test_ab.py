@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import Target, interrupt_when, interruptible, run_module
+from harness import interrupt_when, interruptible, run_module
 
 from swarmbench.runner.ab import schedule
 
@@ -133,14 +133,6 @@ def test_a_budget_buys_pairs_and_stops_early_once_the_change_is_decided(albums_b
         timeout=60)  # fmt: skip
     assert again.returncode == 3 and "the sequence ended (decided)" in again.stderr, again.stderr[-2000:]
     assert (root / "compare-2" / "compare.json").is_file()
-
-
-@pytest.fixture
-def two_hosts(albums_binary):
-    fast, slow = Target(albums_binary, ALBUMS_DELAY="2ms"), Target(albums_binary, ALBUMS_DELAY="12ms")
-    yield fast, slow
-    fast.stop()
-    slow.stop()
 
 
 @QUIET

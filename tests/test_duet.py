@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import Target, run_module
+from harness import run_module
 
 from swarmbench import RunFolder
 from swarmbench.compare import duet
@@ -162,14 +162,6 @@ def test_an_a_a_duet_is_not_a_regression(albums_binary, tmp_path):
     code, printed, root = duet_ab(tmp_path, albums_binary, A="ALBUMS_DELAY=10ms")
     assert code == 0, printed
     assert "regressed" not in set(verdicts(root).values()), printed
-
-
-@pytest.fixture
-def two_hosts(albums_binary):
-    fast, slow = Target(albums_binary, ALBUMS_DELAY="2ms"), Target(albums_binary, ALBUMS_DELAY="12ms")
-    yield fast, slow
-    fast.stop()
-    slow.stop()
 
 
 @QUIET
