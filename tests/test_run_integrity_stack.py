@@ -46,7 +46,12 @@ def containers(project: str, service: str) -> list[str]:
     return out.stdout.split()
 
 
-def wait_for_master(project: str, text: str = SPAWNED, timeout: float = 180) -> None:
+def wait_for_master(
+    project: str, proc: subprocess.Popen, log: Path, text: str = SPAWNED, timeout: float = 240
+) -> None:
+    """Until the master's container logs TEXT. Fails at once, with the runner's own output, when
+    `swarmbench headless` has already exited (a stack that never came up is not a slow one), and
+    with the runner's output and the stack's containers when TEXT never comes."""
     deadline = time.monotonic() + timeout
     while True:
         ids = containers(project, "master")
@@ -54,7 +59,16 @@ def wait_for_master(project: str, text: str = SPAWNED, timeout: float = 180) -> 
             logs = subprocess.run(["docker", "logs", ids[0]], capture_output=True, text=True)
             if text in logs.stdout + logs.stderr:
                 return
-        assert time.monotonic() < deadline, f"the master never logged {text!r}"
+        if proc.poll() is not None:
+            pytest.fail(f"swarmbench headless exited {proc.returncode} before the master logged {text!r}:\n"
+                        + log.read_text()[-3000:])  # fmt: skip
+        if time.monotonic() >= deadline:
+            ps = subprocess.run(
+                ["docker", "ps", "-a", "--filter", f"label=com.docker.compose.project={project}",
+                 "--format", "{{.Names}} {{.Status}}"], capture_output=True, text=True,
+            ).stdout  # fmt: skip
+            pytest.fail(f"the master never logged {text!r} in {timeout:.0f} s; containers:\n{ps}\n"
+                        f"swarmbench headless so far:\n{log.read_text()[-3000:]}")  # fmt: skip
         time.sleep(0.5)
 
 
@@ -77,7 +91,7 @@ def headless(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
 def headless_with_fault(env: dict[str, str], log: Path, fault: Callable[[str], None]) -> int:
     """A 20 s headless stack; 3 s after its users spawned, FAULT(project); the runner's exit code."""
     with headless(env, log) as proc:
-        wait_for_master(env["COMPOSE_PROJECT_NAME"])
+        wait_for_master(env["COMPOSE_PROJECT_NAME"], proc, log)
         time.sleep(3)
         fault(env["COMPOSE_PROJECT_NAME"])
         return proc.wait(timeout=180)
@@ -109,7 +123,7 @@ def test_stack_ctrl_c_of_swarmbench_headless_exits_130_with_an_exact_interrupted
     env = stack_env(tmp_path, LOCUST_RUN_TIME="60s")
     started = time.monotonic()
     with headless(env, tmp_path / "run.log") as proc:
-        wait_for_master(env["COMPOSE_PROJECT_NAME"])
+        wait_for_master(env["COMPOSE_PROJECT_NAME"], proc, tmp_path / "run.log")
         time.sleep(4)
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=120)
