@@ -135,6 +135,27 @@ def pair(
     return Pair(estimate, se, len(rows), se_df(len(rows)))
 
 
+def run_figures(a: Side, b: Side, grid: Grid, metrics: list[str]) -> dict[tuple[str, str], tuple[list, list]]:
+    """{(name, metric): (A's, B's figure per duet run)}: each run's whole-run percentile of each side
+    over the windows both sides have requests in (NaN: none), the figures whose ln ratio is the run's
+    Pair estimate. A sequential duet (`--duet --sequential K`) takes one d = ln(B/A) per duet run."""
+    out: dict[tuple[str, str], tuple[list, list]] = {}
+    for name in grid.names:
+        cols = grid.columns[name]
+        values = grid.values[cols]
+        merged = []
+        for ra, rb in zip(a.runs, b.runs, strict=True):
+            rows = paired_windows(ra.hist[:, cols], rb.hist[:, cols])
+            merged.append((ra.hist[rows][:, cols].sum(axis=0), rb.hist[rows][:, cols].sum(axis=0)))
+        hist_a = np.array([m[0] for m in merged]).reshape(len(merged), len(values))
+        hist_b = np.array([m[1] for m in merged]).reshape(len(merged), len(values))
+        for metric in metrics:
+            (fig_a,) = percentiles_of(hist_a, values, [PERCENTILES[metric]])
+            (fig_b,) = percentiles_of(hist_b, values, [PERCENTILES[metric]])
+            out[(name, metric)] = (fig_a.tolist(), fig_b.tolist())
+    return out
+
+
 def combine(pairs: list[Pair]) -> tuple[float, float]:
     """(standard error, degrees of freedom) of the estimate of K duet runs (METHOD): the larger of
     sqrt(mean SE^2 / k) (the runs' degrees of freedom added, Welch-Satterthwaite) and their estimates'
