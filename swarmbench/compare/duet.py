@@ -20,8 +20,10 @@ shows (candidate - baseline is the difference judged), a window with few request
 rather than as much as a full one, and it needs no per-window percentile (a 1 s window's p99 of a
 few dozen requests is its maximum). The windows are still the unit that is resampled, in pairs.
 
-Each run's (estimate, SE) is a Pair: the unit a sequential procedure combines (one duet run, one
-pair), kept in compare.json.
+Each run's (estimate, SE) is a Pair, kept in compare.json. A sequential duet (DUET=1 with BUDGET,
+`compare --duet --sequential K`) takes one d = ln(B/A) per duet run from run_figures (each side's
+whole-run percentile over its paired windows: the Pair's estimate) into compare/sequential.py's
+repeated CIs, as the interleaved design takes one per pair of runs.
 
 Pure numpy: no files (compare/duet_sides.py reads a duet run into the two sides).
 """

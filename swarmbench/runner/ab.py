@@ -758,7 +758,6 @@ def pairs_loop(
     def run(p: SweepPoint, i: int, left: int) -> bool:
         from swarmbench.runner.sweep import run_point
 
-        p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
         side = p.id[0].upper()
         runner.env, runner.sweep_dir = side_env(s, env, side), root / side
         (root / side).mkdir(exist_ok=True)
@@ -773,10 +772,10 @@ def pairs_loop(
     steps = Steps(
         "pair", 2, schedule, run, partial(look_command, s, root), partial(save_points, root, s, env)
     )
-    return sequence_loop(steps, points, seq)
+    return sequence_loop(steps, s, points, seq)
 
 
-def sequence_loop(steps: Steps, points: list[SweepPoint], seq: dict) -> bool:
+def sequence_loop(steps: Steps, s: AbSettings, points: list[SweepPoint], seq: dict) -> bool:
     """STEPS until one_look says stop (every gated row decisive, K steps done) or the next step would
     overrun the budget (by BUDGET_SLACK), a look after each from the first look on; SEQ (ab.json's
     `sequential`) updated and ab.json rewritten after each run (the time spent, for a resume); POINTS
@@ -789,7 +788,10 @@ def sequence_loop(steps: Steps, points: list[SweepPoint], seq: dict) -> bool:
             k += 1
             if len(points) < size * k:
                 points[:] = points + steps.schedule(k)[len(points) :]  # recorded outcomes kept
-            todo = [p for p in points[size * (k - 1) : size * k] if p.status != "done"]
+            step = points[size * (k - 1) : size * k]
+            for p in step:  # those done before a resume too: ab.json is rewritten from them
+                p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
+            todo = [p for p in step if p.status != "done"]
             spent = spent0 + time.monotonic() - t0
             if todo and seq["pair_s"] and spent + seq["pair_s"] > BUDGET_SLACK * seq["budget_s"]:
                 seq["stopped"] = "budget spent"

@@ -13,7 +13,11 @@ hits both sides cancels. What it cannot see: A and B contend for this machine (d
 - A_HOST/B_HOST: two deploys; no target is started, Locust runs on this machine (LOCAL or not).
 - Neither: refused (exit 2, one line): a duet under Docker compose is not built.
 - REPEATS duet runs (default 3, as make ab), each RUN_TIME long; each is one pair of the
-  comparison (compare/duet.py Pair) and a later sequential procedure combines them the same way.
+  comparison (compare/duet.py Pair).
+- BUDGET (run_sequential): duet runs until every gated row is decisive or the budget is spent, a
+  look after each: make ab's sequential loop (runner/ab.py sequence_loop) with a duet run for a pair,
+  the look `compare --duet DIR --sequential K --first-look F --look`; ab.json's `sequential` as make
+  ab's. An A/A duet takes BUDGET too (it is compared in pairs, not by the noise floor).
 - Folders: results/<AB_ID>/duet/<d1, d2, ...> (run folders) and duet/targets.json (each run's two
   targets: settings, host, the CPU seconds each used, scraped from its /metrics before and after the
   run), the comparison in .../compare/, ab.json (the settings, `design: duet`, each run's status).
@@ -284,6 +288,8 @@ def run_all(
 ) -> bool:
     """Every duet run not done yet (one_run), ab.json rewritten after each; whether the user
     interrupted."""
+    for p in points:  # those done before a resume too: ab.json is rewritten from them
+        p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
     todo = [p for p in points if p.status != "done"]
     what = f"A {ab.describe(s, 'A')} and B {ab.describe(s, 'B')} at once (duet)"
     print(f"swarmbench ab: {what}, {len(todo)} runs of {s.run_time} -> {display(root)}/", file=sys.stderr)
@@ -320,7 +326,6 @@ def one_run(
     counters = json.loads(targets_path.read_text(encoding="utf-8")) if targets_path.is_file() else {}
 
     def run(p: SweepPoint, i: int, left: int) -> bool:
-        p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
         if run_point(runner, runner.s, folder, p, logs, progress, i, left):
             return True
         if p.status != "done":
@@ -365,7 +370,7 @@ def run_sequential(s: ab.AbSettings, root: Path, env: dict[str, str], record: st
             UNIT, 1, schedule, one_run(s, runner, root, record, 1), partial(look_command, s, root),
             partial(save_points, root, s, env),
         )  # fmt: skip
-        loop = partial(ab.sequence_loop, steps, points, seq)
+        loop = partial(ab.sequence_loop, steps, s, points, seq)
         stopped = ab.run_with(runner, loop, s, root, points, "duet runs", total=False)
         if stopped is not None:
             return stopped
@@ -378,10 +383,8 @@ def run_sequential(s: ab.AbSettings, root: Path, env: dict[str, str], record: st
 
 def look_command(s: ab.AbSettings, root: Path, design: tuple[int, int]) -> list[str]:
     """`swarmbench compare --duet ROOT/duet [COMPARE_ARGS] --sequential K --first-look F --look`."""
-    return [
-        *cmdline.PROGRAM,
-        *cmdline.duet(root / DUET_DIR, root, options=s.compare_args, sequential=design, look=True),
-    ]
+    o = s.compare_args
+    return [*cmdline.PROGRAM, *cmdline.duet(root / DUET_DIR, root, options=o, sequential=design, look=True)]
 
 
 def compare(s: ab.AbSettings, root: Path, design: tuple[int, int] | None = None) -> int:
