@@ -12,11 +12,12 @@ import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import run_module
+from harness import interrupt_when, interruptible, run_module
 
 from swarmbench import RunFolder
 from swarmbench.compare import duet, sequential
@@ -257,6 +258,42 @@ def test_an_a_a_duet_with_a_budget_is_never_called_regressed(albums_binary, tmp_
     found = set(verdicts(root).values())
     assert found <= {"no change", "inconclusive"}, printed
     assert found == {"no change"} or seq["stopped"] != "decided", (found, seq)
+
+
+def test_an_interrupted_duet_with_a_budget_keeps_its_runs_and_resumes_its_sequence(albums_binary, tmp_path):
+    # Not quiet: what it asserts is the sequence kept and continued; its verdict is 10 ms against 30.
+    settings = dict(
+        A="ALBUMS_DELAY=10ms", B="ALBUMS_DELAY=30ms", BUDGET="2m", RUN_TIME="3s", COMPARE_ARGS=GATED
+    )
+    env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(tmp_path), "AB_ID": "ab", **settings}
+    env["SWARMBENCH_TARGET_BIN"] = str(albums_binary)
+    root = tmp_path / "ab"
+
+    def state() -> dict:
+        path = root / "ab.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    proc = interruptible([sys.executable, "-m", "swarmbench", "ab"], env)
+    # Ctrl-C during d2: once d1 is recorded done (K planned from its time) and d2 has its folder.
+    err = interrupt_when(
+        proc, lambda: (root / "duet" / "d2").exists() and state().get("counts", {}).get("done") == 1, "d2"
+    )
+    assert proc.returncode == 130 and "1 duet runs kept" in err and "AB_ID=ab" in err, err
+    kept = state()
+    assert kept["state"] == "interrupted" and kept["sequential"]["max_pairs"] >= 3, kept
+    assert [(p["id"], p["status"]) for p in kept["points"]][:2] == [("d1", "done"), ("d2", "interrupted")]
+    d1 = (root / "duet" / "d1" / "run.json").stat().st_mtime_ns
+
+    code, printed, _ = duet_ab(tmp_path, albums_binary, timeout=180, **settings)
+    assert code == 3, printed[-3000:]
+    assert (root / "duet" / "d1" / "run.json").stat().st_mtime_ns == d1, "a finished run was rerun"
+    seq = sequence(root)
+    assert seq["stopped"] == "decided" and seq["max_pairs"] == kept["sequential"]["max_pairs"], seq
+    assert seq["spent_s"] > kept["sequential"]["spent_s"] and state()["state"] == "complete"
+    assert (
+        json.loads((root / "compare" / "compare.json").read_text())["sequential"]["pairs"]
+        == seq["looks"][-1]["pairs"]
+    )
 
 
 @QUIET
