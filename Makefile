@@ -70,7 +70,7 @@ compare: $(VENV)/.installed ## did it get slower? BASELINE=run-or-repeats CANDID
 	$(SWARMBENCH_PYTHON) -m swarmbench compare
 
 # A, B, A_HOST, B_HOST, REPEATS, RUN_TIME, LOCAL reach the command through the environment too.
-ab: $(VENV)/.installed ## A vs B interleaved: A="ALBUMS_STORE=mutex" B="ALBUMS_STORE=sharded" (or A_HOST/B_HOST) REPEATS LOCAL=1 COMPARE_ARGS BUDGET=5m (pairs until decided); B omitted: the noise floor
+ab: $(VENV)/.installed ## A vs B interleaved: A="ALBUMS_STORE=mutex" B="ALBUMS_STORE=sharded" (or A_HOST/B_HOST) REPEATS LOCAL=1 COMPARE_ARGS BUDGET=5m (pairs until decided) DUET=1 (A and B at once; with BUDGET too); B omitted: the noise floor
 	$(SWARMBENCH_PYTHON) -m swarmbench ab
 
 tools: $(ACTIONLINT) $(KUSTOMIZE) ## non-Python dev tools (actionlint, kustomize) into .venv/bin

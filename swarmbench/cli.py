@@ -324,8 +324,8 @@ def compare_parser(sub) -> argparse.ArgumentParser:
         cmdline.SEQUENTIAL,
         type=int,
         metavar="K",
-        help="make ab with BUDGET: the sequential design's planned pairs; the runs are paired in time "
-        "and the gated rows judged by repeated CIs (docs/compare.md)",
+        help="make ab with BUDGET: the sequential design's planned pairs (with --duet: duet runs, one a "
+        "pair); the runs are paired in time and the gated rows judged by repeated CIs (docs/compare.md)",
     )
     p.add_argument(
         cmdline.FIRST_LOOK, type=int, default=3, metavar="F", help="with --sequential: the first look"

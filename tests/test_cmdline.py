@@ -107,6 +107,20 @@ def test_make_ab_with_a_budget_looks_then_compares_with_its_design(compare_args)
         assert (look.min_effect, look.metrics) == (final.min_effect, final.metrics) == (3.0, "p50,p95")
 
 
+@pytest.mark.parametrize("compare_args", [(), ("--metrics", "p95", "--names", "Aggregated")])
+def test_a_duet_with_a_budget_looks_then_compares_with_its_design(compare_args):
+    root, s = Path("/r/results/ab"), ab_settings(False, compare_args)
+    look = parsed(duet.look_command(s, root, (12, 4)))
+    assert (look.command, look.duet, look.out, look.baseline) == ("compare", root / "duet", None, None)
+    assert (look.sequential, look.first_look, look.look) == (12, 4, True)
+    final = parsed(duet.compare_command(s, root, root / "compare", (12, 4)))
+    assert (final.duet, final.out, final.sequential, final.first_look, final.look) == (
+        root / "duet", root / "compare", 12, 4, False,
+    )  # fmt: skip
+    if compare_args:
+        assert (look.metrics, look.names) == (final.metrics, final.names) == ("p95", "Aggregated")
+
+
 @pytest.mark.parametrize("compare_args", [(), ("--min-effect", "2", "--confidence", "90")])
 def test_an_aa_run_measures_the_noise_floor(compare_args):
     root = Path("/r/results/ab")

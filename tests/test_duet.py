@@ -11,15 +11,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import run_module
+from harness import interrupt_when, interruptible, run_module
 
 from swarmbench import RunFolder
-from swarmbench.compare import duet
-from swarmbench.core.checks import AGGREGATED
+from swarmbench.compare import duet, sequential
+from swarmbench.compare.stats import Grid, Run, Side
+from swarmbench.core.checks import AGGREGATED, INCONCLUSIVE, REGRESSED
 
 QUIET = pytest.mark.quiet  # verdicts on real runs' latency: run alone (make test-py)
 
@@ -99,6 +102,43 @@ def test_windows_where_one_side_has_no_request_are_left_out_of_both():
     assert p.windows == 1 and p.estimate == pytest.approx(math.log(10 / 20)) and math.isnan(p.se)
 
 
+def test_a_duet_runs_figures_are_its_pair_estimate_and_the_sequential_look_keeps_its_alpha():
+    # Each duet run is one pair of a sequential duet: d = ln(B/A) of its whole-run percentiles
+    # (run_figures), the estimate of its Pair. On synthetic A/A duets with a ±30 % slow-down shared by
+    # both sides, a look after every run from run 3 to 8 calls p95 `regressed` in at most ~5 % of
+    # sequences; B 15 % slower is called within 8 runs in nearly all.
+    rng = np.random.default_rng(11)
+    grid = Grid(["x"], {"x": slice(0, len(VALUES))}, VALUES)
+    a, b = synthetic_duet(rng, 1.15, shared=True)
+    figures = duet.run_figures(Side([Run(a, *[np.zeros((len(a), 1))] * 2)]),
+                               Side([Run(b, *[np.zeros((len(b), 1))] * 2)]), grid, ["p95"])  # fmt: skip
+    (fa,), (fb,) = figures[("x", "p95")]
+    assert math.log(fb / fa) == pytest.approx(duet.pair(a, b, VALUES, 95.0, rng, 10).estimate)
+
+    def regressed_by(ratio: float, sequences: int, runs: int = 8) -> float:
+        alarms = 0
+        for _ in range(sequences):
+            d = []
+            for _ in range(runs):
+                a, b = synthetic_duet(rng, ratio, shared=True, per_window=30)
+                (fa,), (fb,) = duet.run_figures(
+                    Side([Run(a, *[np.zeros((len(a), 1))] * 2)]),
+                    Side([Run(b, *[np.zeros((len(b), 1))] * 2)]), grid, ["p95"])[("x", "p95")]  # fmt: skip
+                d.append(math.log(fb / fa))
+                state = sequential.look({("x", "p95"): d}, max_pairs=runs, alphas={("x", "p95"): 0.05},
+                                        min_effect=0.0)  # fmt: skip
+                if state.looked and state.rows[0].verdict != INCONCLUSIVE:
+                    alarms += state.rows[0].verdict == REGRESSED
+                    break
+        return alarms / sequences
+
+    # Band 0, so that the design's own alpha (5 %, one-sided) is what is measured.
+    # Measured (seed 11): 6.2 % of 400 A/A sequences (Monte Carlo SD 1.1 %), 100 % of 50 at +15 %.
+    false_alarms, power = regressed_by(1.0, 400), regressed_by(1.15, 50)
+    assert false_alarms <= 0.075, false_alarms  # 5 % + ~2 Monte Carlo SDs
+    assert power >= 0.9, power
+
+
 # --- real duet runs --------------------------------------------------------------------------------
 
 SHORT = {
@@ -164,6 +204,98 @@ def test_an_a_a_duet_is_not_a_regression(albums_binary, tmp_path):
     assert "regressed" not in set(verdicts(root).values()), printed
 
 
+GATED = "--metrics p50,p95 --names Aggregated"
+"""The budget tests' gated rows: two (each row gated divides the 5 %, docs/compare.md)."""
+
+
+def sequence(root: Path) -> dict:
+    return json.loads((root / "ab.json").read_text())["sequential"]
+
+
+@QUIET
+def test_a_duet_with_a_budget_stops_early_once_10_against_30_ms_is_decided(albums_binary, tmp_path):
+    # A duet run for a pair, a look after each: decided at the first look (run 3) or soon after, long
+    # before the ~15 runs the 2-minute budget buys (~8 s a duet run of 3 s here).
+    ten_thirty = dict(
+        A="ALBUMS_DELAY=10ms", B="ALBUMS_DELAY=30ms", BUDGET="2m", RUN_TIME="3s", COMPARE_ARGS=GATED
+    )
+    code, printed, root = duet_ab(tmp_path, albums_binary, **ten_thirty)
+    assert code == 3, printed
+    seq = sequence(root)
+    done = seq["looks"][-1]["pairs"]
+    assert seq["stopped"] == "decided" and seq["budget_s"] == 120 and 3 <= done < seq["max_pairs"], seq
+    assert "duet run 1/" in printed and "the first look is at duet run 3" in printed, printed
+    # One line per look, as the interleaved sequence prints: what it could catch now, the time to decide.
+    lines = re.findall(r"duet run \d+/\d+: catches now p50 ±[\d.]+%, p95 ±[\d.]+%; .*", printed)
+    assert len(lines) == done - 2 and lines[-1].endswith("decided (p50 regressed, p95 regressed)"), printed
+    runs = sorted(p.name for p in (root / "duet").iterdir() if p.is_dir())
+    assert runs == [f"d{i}" for i in range(1, done + 1)], runs
+    found = json.loads((root / "compare" / "compare.json").read_text())
+    assert found["sequential"]["unit"] == "duet run" and found["sequential"]["pairs"] == done
+    assert {r["metric"]: r["verdict"] for r in found["results"]} == {"p50": "regressed", "p95": "regressed"}
+    assert "sequential: stopped at the look at duet run" in (root / "compare" / "compare.txt").read_text()
+    assert "<failure" in (root / "compare" / "junit.xml").read_text()
+    # Offline, on the saved duet runs: the same look.
+    res = run_module("swarmbench", "compare", "--duet", root / "duet", "--sequential", str(seq["max_pairs"]),
+                     "--look", *GATED.split())  # fmt: skip
+    assert res.returncode == 0 and json.loads(res.stdout)["pairs"] == done, res.stdout + res.stderr
+    # The same AB_ID again: the sequence ended, nothing runs; compared again (the first kept).
+    code, printed, _ = duet_ab(tmp_path, albums_binary, timeout=60, **ten_thirty)
+    assert code == 3 and "the sequence ended (decided)" in printed, printed[-2000:]
+    assert (root / "compare-2" / "compare.json").is_file()
+
+
+@QUIET
+def test_an_a_a_duet_with_a_budget_is_never_called_regressed(albums_binary, tmp_path):
+    # ~5 duet runs in 40 s: `no change` once the repeated CIs are inside the band, else the budget is
+    # spent with the rows `inconclusive`; never `regressed` (nor `improved`).
+    code, printed, root = duet_ab(
+        tmp_path, albums_binary, A="ALBUMS_DELAY=10ms", BUDGET="40s", RUN_TIME="3s", COMPARE_ARGS=GATED
+    )
+    assert code == 0, printed
+    seq = sequence(root)
+    assert seq["stopped"] in ("decided", "budget spent", f"all {seq['max_pairs']} duet runs done"), seq
+    found = set(verdicts(root).values())
+    assert found <= {"no change", "inconclusive"}, printed
+    assert found == {"no change"} or seq["stopped"] != "decided", (found, seq)
+
+
+def test_an_interrupted_duet_with_a_budget_keeps_its_runs_and_resumes_its_sequence(albums_binary, tmp_path):
+    # Not quiet: what it asserts is the sequence kept and continued; its verdict is 10 ms against 30.
+    settings = dict(
+        A="ALBUMS_DELAY=10ms", B="ALBUMS_DELAY=30ms", BUDGET="2m", RUN_TIME="3s", COMPARE_ARGS=GATED
+    )
+    env = {**os.environ, **SHORT, "SWARMBENCH_RESULTS": str(tmp_path), "AB_ID": "ab", **settings}
+    env["SWARMBENCH_TARGET_BIN"] = str(albums_binary)
+    root = tmp_path / "ab"
+
+    def state() -> dict:
+        path = root / "ab.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    proc = interruptible([sys.executable, "-m", "swarmbench", "ab"], env)
+    # Ctrl-C during d2: once d1 is recorded done (K planned from its time) and d2 has its folder.
+    err = interrupt_when(
+        proc, lambda: (root / "duet" / "d2").exists() and state().get("counts", {}).get("done") == 1, "d2"
+    )
+    assert proc.returncode == 130 and "1 duet runs kept" in err and "AB_ID=ab" in err, err
+    kept = state()
+    assert kept["state"] == "interrupted" and kept["sequential"]["max_pairs"] >= 3, kept
+    assert [(p["id"], p["status"]) for p in kept["points"]][:2] == [("d1", "done"), ("d2", "interrupted")]
+    d1 = (root / "duet" / "d1" / "run.json").stat().st_mtime_ns
+
+    code, printed, _ = duet_ab(tmp_path, albums_binary, timeout=180, **settings)
+    assert code == 3, printed[-3000:]
+    assert (root / "duet" / "d1" / "run.json").stat().st_mtime_ns == d1, "a finished run was rerun"
+    seq = sequence(root)
+    assert seq["stopped"] == "decided" and seq["max_pairs"] == kept["sequential"]["max_pairs"], seq
+    assert seq["spent_s"] > kept["sequential"]["spent_s"] and state()["state"] == "complete"
+    assert (
+        json.loads((root / "compare" / "compare.json").read_text())["sequential"]["pairs"]
+        == seq["looks"][-1]["pairs"]
+    )
+
+
 @QUIET
 def test_a_duet_of_two_hosts_starts_no_target_and_needs_no_local(two_hosts, tmp_path):
     fast, slow = two_hosts
@@ -182,11 +314,29 @@ def test_a_duet_of_two_hosts_starts_no_target_and_needs_no_local(two_hosts, tmp_
         (dict(LOCUST_LOCUSTFILE="locustfiles/albums.py"), "unset LOCUST_LOCUSTFILE"),
         (dict(A="ALBUMS_STORE=fast"), "A: ALBUMS_STORE='fast' is not one of"),
         (dict(COMPARE_ARGS="--metrics throughput"), "COMPARE_ARGS: a duet judges p50, p90, p95, p99 only"),
-        (dict(BUDGET="5m"), "DUET=1 with BUDGET is not built yet"),
+        (dict(BUDGET="5q"), "BUDGET='5q' is not a duration"),
     ],
 )
 def test_bad_duet_settings_are_one_line_and_nothing_runs(tmp_path, settings, expected):
     code, printed, _ = duet_ab(tmp_path, None, timeout=30, **settings)
     lines = printed.strip().splitlines()
     assert code == 2 and len(lines) == 1 and expected in lines[0], printed
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (("--look",), "--look is one look of a sequential design: give --sequential K"),
+        (("--sequential", "2", "--look"), "--sequential 2 --first-look 3: need 2 <= first look <= K"),
+        (
+            ("--sequential", "5", "--metrics", "throughput"),
+            "--metrics: a duet judges p50, p90, p95, p99 only",
+        ),
+    ],
+)
+def test_bad_sequential_duet_options_are_one_line_and_nothing_is_written(tmp_path, options, expected):
+    res = run_module("swarmbench", "compare", "--duet", tmp_path, "-o", tmp_path / "out", *options)
+    lines = (res.stdout + res.stderr).strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and expected in lines[0], lines
     assert list(tmp_path.iterdir()) == []

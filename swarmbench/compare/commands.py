@@ -196,34 +196,52 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     return exit_code(outcome, args.fail_on_inconclusive)
 
 
+DUET_UNIT = "duet run"
+"""What one pair of a sequential duet is (compare.json's `sequential.unit`; an interleaved design's
+look has none: its pairs are pairs of runs)."""
+
+
 def duet(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     """`swarmbench compare --duet RUN`: the two sides of a duet run (or a folder of them: make ab's
     DUET=1) compared in pairs (compare/duet.py); the usual table, files and exit codes. Only the
-    percentiles are judged (duet.DUET_METRICS says why)."""
+    percentiles are judged (duet.DUET_METRICS says why). With --sequential K (DUET=1 and BUDGET):
+    each duet run is one pair of the sequential design (d = ln(B/A) of its whole-run percentiles,
+    duet.run_figures), the gated rows judged by its repeated CIs; --look: that look only, as JSON."""
     from swarmbench.compare import duet as paired
     from swarmbench.compare import duet_sides
 
     if args.baseline or args.candidate:
         raise UsageError("--duet takes one RUN (a duet run folder or a folder of them), no BASELINE")
-    out = out_dir(args.out, [args.duet])
+    metrics = [m for m in opts["metrics"] if m in paired.DUET_METRICS]
+    if not metrics:
+        raise UsageError(f"--metrics: a duet judges {', '.join(paired.DUET_METRICS)} only")
+    design = sequential_design(args, {**opts, "metrics": metrics})
+    out = None if args.look else out_dir(args.out, [args.duet])
     runs = duet_sides.read_duet(args.duet)
     chosen, one_side = duet_sides.names(runs, opts["names"])
     if len(chosen) <= (0 if opts["names"] else 1):
         raise InputError(args.duet, "no request name that both sides have")
-    metrics = [m for m in opts["metrics"] if m in paired.DUET_METRICS]
-    if not metrics:
-        raise UsageError(f"--metrics: a duet judges {', '.join(paired.DUET_METRICS)} only")
     g, a, b = duet_sides.build(runs, chosen)
+    state = None
+    if design is not None:
+        state = look_at(paired.run_figures(a, b, g, metrics), chosen, metrics, opts, *design)
+        if args.look:
+            print(json.dumps({**state.to_json(), "unit": DUET_UNIT}))
+            return exits.OK
+    assert out is not None
     found = paired.compare(a, b, g, metrics, opts["confidence"], opts["seed"])
     notes, warned, cpu = duet_sides.cpu_lines(runs, duet_sides.read_targets(args.duet))
     for line in warned:
         print(f"{PROG}: warning: {line}", file=sys.stderr)
     differences = {m: {n: f.difference for n, f in by_name.items()} for m, by_name in found.items()}
     pairs = {n: {m: found[m][n].to_json() for m in metrics} for n in chosen}
+    rows = report.rows(differences, opts["min_effect"])
+    if state is not None:
+        rows = sequential_rows(rows, state)
     outcome = report.Outcome(
         [f"{r.path} [A]" for r in runs],
         [f"{r.path} [B]" for r in runs],
-        report.rows(differences, opts["min_effect"]),
+        rows,
         sides.Names(chosen, [], one_side),
         [],
         {**opts, "metrics": metrics},
@@ -234,6 +252,7 @@ def duet(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
         method=paired.METHOD,
         notes=[f"note: {duet_sides.CONTENTION}", *notes, *(f"warning: {w}" for w in warned)],
         extra={"duet": {"pairs": pairs, "cpu": cpu}},
+        sequential={**state.to_json(), "unit": DUET_UNIT} if state is not None else None,
     )
     write(made(out, args.out is not None), outcome, g, a, b, args.fail_on_inconclusive)
     return exit_code(outcome, args.fail_on_inconclusive)
@@ -262,17 +281,28 @@ def paired_look(
     """The sequential design's look at these runs, paired by paired_runs (make ab's A B B A order
     makes a pair's runs neighbours in time), every (name,
     metric) of the gated metrics (the error rate is the final comparison's), the family's alpha 1 -
-    confidence shared as the history gate shares its own (history_stats.row_alphas)."""
-    from swarmbench.compare.history_stats import row_alphas
-
+    confidence shared as the history gate shares its own (look_at)."""
     a, b = paired_runs(baseline, candidate)
     n = min(len(a), len(b))
     metrics = [m for m in opts["metrics"] if m in sequential.METRICS]
     g, side_a, side_b = sides.build(a[:n], b[:n], names)
     fig_a, fig_b = stats.per_run(side_a, g, metrics), stats.per_run(side_b, g, metrics)
-    keys = [(name, m) for name in names for m in metrics]
-    diffs = {(name, m): sequential.log_ratios(fig_a[m][name], fig_b[m][name]) for name, m in keys}
-    levels = {(name, m): sequential.level(fig_a[m][name]) for name, m in keys}
+    figures = {(name, m): (fig_a[m][name], fig_b[m][name]) for name in names for m in metrics}
+    return look_at(figures, names, metrics, opts, max_pairs, first)
+
+
+def look_at(
+    figures: Mapping[tuple[str, str], tuple], names: list[str], metrics: list[str], opts: dict,
+    max_pairs: int, first: int,
+) -> sequential.Look:  # fmt: skip
+    """The sequential look at FIGURES ((name, metric) -> (A's, B's figure per pair)): d = ln(B/A) per
+    pair, A's level its geometric mean, each row at its share (history_stats.row_alphas) of the
+    family's 1 - confidence. An interleaved pair is two runs beside each other in time, a duet's one
+    duet run (duet_look)."""
+    from swarmbench.compare.history_stats import row_alphas
+
+    diffs = {key: sequential.log_ratios(fa, fb) for key, (fa, fb) in figures.items()}
+    levels = {key: sequential.level(fa) for key, (fa, _) in figures.items()}
     alphas = row_alphas(names, metrics, 1 - opts["confidence"])
     return sequential.look(
         diffs,

@@ -20,8 +20,10 @@ shows (candidate - baseline is the difference judged), a window with few request
 rather than as much as a full one, and it needs no per-window percentile (a 1 s window's p99 of a
 few dozen requests is its maximum). The windows are still the unit that is resampled, in pairs.
 
-Each run's (estimate, SE) is a Pair: the unit a sequential procedure combines (one duet run, one
-pair), kept in compare.json.
+Each run's (estimate, SE) is a Pair, kept in compare.json. A sequential duet (DUET=1 with BUDGET,
+`compare --duet --sequential K`) takes one d = ln(B/A) per duet run from run_figures (each side's
+whole-run percentile over its paired windows: the Pair's estimate) into compare/sequential.py's
+repeated CIs, as the interleaved design takes one per pair of runs.
 
 Pure numpy: no files (compare/duet_sides.py reads a duet run into the two sides).
 """
@@ -133,6 +135,27 @@ def pair(
     reps = log_ratio(weights @ a, weights @ b, values, q)
     se = float(np.nanstd(reps, ddof=1)) * small_sample_correction(side)
     return Pair(estimate, se, len(rows), se_df(len(rows)))
+
+
+def run_figures(a: Side, b: Side, grid: Grid, metrics: list[str]) -> dict[tuple[str, str], tuple[list, list]]:
+    """{(name, metric): (A's, B's figure per duet run)}: each run's whole-run percentile of each side
+    over the windows both sides have requests in (NaN: none), the figures whose ln ratio is the run's
+    Pair estimate. A sequential duet (`--duet --sequential K`) takes one d = ln(B/A) per duet run."""
+    out: dict[tuple[str, str], tuple[list, list]] = {}
+    for name in grid.names:
+        cols = grid.columns[name]
+        values = grid.values[cols]
+        merged = []
+        for ra, rb in zip(a.runs, b.runs, strict=True):
+            rows = paired_windows(ra.hist[:, cols], rb.hist[:, cols])
+            merged.append((ra.hist[rows][:, cols].sum(axis=0), rb.hist[rows][:, cols].sum(axis=0)))
+        hist_a = np.array([m[0] for m in merged]).reshape(len(merged), len(values))
+        hist_b = np.array([m[1] for m in merged]).reshape(len(merged), len(values))
+        for metric in metrics:
+            (fig_a,) = percentiles_of(hist_a, values, [PERCENTILES[metric]])
+            (fig_b,) = percentiles_of(hist_b, values, [PERCENTILES[metric]])
+            out[(name, metric)] = (fig_a.tolist(), fig_b.tolist())
+    return out
 
 
 def combine(pairs: list[Pair]) -> tuple[float, float]:

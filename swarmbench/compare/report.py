@@ -193,14 +193,15 @@ def sequential_note(look: dict) -> str:
     that the gated rows' CIs are the design's repeated CIs (with their constants)."""
     cs = sorted({r["c"] for r in look["rows"] if r["c"] is not None})
     state = "every gated row decisive" if look["decided"] else "not every gated row decisive"
-    where = f"look at pair {look['pairs']} of {look['max_pairs']} (first look {look['first_look']})"
+    unit = look.get("unit", "pair")  # a sequential duet's pair is one duet run
+    where = f"look at {unit} {look['pairs']} of {look['max_pairs']} (first look {look['first_look']})"
     if look["pairs"] < look["first_look"]:
-        return f"sequential: {where}: too few pairs for a look; the CIs are the fixed design's"
+        return f"sequential: {where}: too few {unit}s for a look; the CIs are the fixed design's"
     return (
         f"sequential: stopped at the {where}, {state}; the CIs of "
         f"{', '.join(sorted({r['metric'] for r in look['rows']}))} are repeated CIs "
-        "of a group-sequential paired design (pairs in time, d = log(B/A) per pair; Pocock-type "
-        f"constant c = {', '.join(f'{c:.2f}' for c in cs)}), the change the pairs' geometric mean"
+        f"of a group-sequential paired design ({unit}s in time, d = log(B/A) per {unit}; Pocock-type "
+        f"constant c = {', '.join(f'{c:.2f}' for c in cs)}), the change the {unit}s' geometric mean"
     )
 
 

@@ -85,10 +85,21 @@ def compare(
     return ["compare", str(candidate), OUT, str(out), *options, HISTORY, *([history] if history else [])]
 
 
-def duet(folder: Path, out: Path, *, options: Sequence[str] = ()) -> list[str]:
+def duet(
+    folder: Path,
+    out: Path,
+    *,
+    options: Sequence[str] = (),
+    sequential: tuple[int, int] | None = None,
+    look: bool = False,
+) -> list[str]:
     """`swarmbench compare --duet FOLDER -o OUT [OPTIONS]`: a duet run's two sides compared in pairs
-    (OPTIONS: COMPARE_ARGS)."""
-    return ["compare", DUET, str(folder), OUT, str(out), *options]
+    (OPTIONS: COMPARE_ARGS). SEQUENTIAL and LOOK as compare's: each duet run is one pair (DUET=1 with
+    BUDGET)."""
+    seq = [SEQUENTIAL, str(sequential[0]), FIRST_LOOK, str(sequential[1])] if sequential else []
+    if look:
+        return ["compare", DUET, str(folder), *options, *seq, LOOK]
+    return ["compare", DUET, str(folder), OUT, str(out), *options, *seq]
 
 
 def floor(a: Path, b: Path, out: Path, *, options: Sequence[str] = ()) -> list[str]:

@@ -355,8 +355,9 @@ def default_ab_id() -> str:
     return f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
 
 
-def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
-    """Every setting of an A/B run, validated (UsageError, one line) before anything starts."""
+def ab_settings(env: Mapping[str, str], check: CompareArgsCheck, paired_aa: bool = False) -> AbSettings:
+    """Every setting of an A/B run, validated (UsageError, one line) before anything starts.
+    PAIRED_AA: an A/A is compared in pairs like any A/B (a duet), so it may take BUDGET too."""
     local = S.flag(env, "LOCAL")
     a = assignments("A", env.get("A", ""))
     b = assignments("B", env["B"]) if env.get("B", "").strip() else dict(a)
@@ -379,7 +380,7 @@ def ab_settings(env: Mapping[str, str], check: CompareArgsCheck) -> AbSettings:
     aa = a == b and hosts["A"] == hosts["B"]
     budget = env.get("BUDGET", "").strip()
     seconds = S.timespan_seconds("BUDGET", budget) if budget else None
-    if seconds and aa:
+    if seconds and aa and not paired_aa:
         raise UsageError(
             "BUDGET with an A/A run: the noise floor takes REPEATS runs a side; give B, or drop BUDGET"
         )
@@ -655,6 +656,7 @@ def compare_dir(root: Path) -> Path:
 # group-sequential paired design), asked after each pair in a process of its own (`swarmbench compare
 # A B --sequential K --first-look F --look`: its decision state as JSON on stdout). This module keeps
 # the design's record in ab.json (`sequential`): the budget, K, the pair time, each look's intervals.
+# A duet with BUDGET (runner/duet.py) runs the same loop (sequence_loop), a duet run for a pair.
 
 FIRST_LOOK = 3
 """The first look (pairs) when REPEATS is not more: compare/sequential.py FIRST_LOOK (why 3 there)."""
@@ -684,15 +686,20 @@ def recorded_sequential(root: Path) -> dict | None:
         return None  # load_points names the unreadable file
 
 
+def new_sequence(s: AbSettings, root: Path) -> dict:
+    """ab.json's `sequential` of ROOT: as recorded (a resume continues it), else a new one (K not
+    known until the first pair has run; the first look at FIRST_LOOK pairs, or REPEATS when more)."""
+    return recorded_sequential(root) or {
+        "budget_s": s.budget, "first_look": max(FIRST_LOOK, s.repeats), "max_pairs": None, "pair_s": None,
+        "spent_s": 0.0, "stopped": None, "looks": [],
+    }  # fmt: skip
+
+
 def run_sequential(s: AbSettings, root: Path, env: dict[str, str], record: str | None) -> int:
     """`make ab` with BUDGET: interleaved pairs (A B, B A, ...) until every gated row is decisive,
     K pairs are done or the budget is spent; then the comparison of all the runs, its gated rows
     judged by the design's repeated CIs; the exit code as run_ab's. Resume (same AB_ID) continues."""
-    first = max(FIRST_LOOK, s.repeats)
-    seq = recorded_sequential(root) or {
-        "budget_s": s.budget, "first_look": first, "max_pairs": None, "pair_s": None, "spent_s": 0.0,
-        "stopped": None, "looks": [],
-    }  # fmt: skip
+    seq = new_sequence(s, root)
     points = load_points(root, s, env, seq["max_pairs"] or 0)
     if seq["stopped"] is None:
         runner = point_runner(s, root, env)
@@ -708,6 +715,25 @@ def run_sequential(s: AbSettings, root: Path, env: dict[str, str], record: str |
     return code if code or not failed else exits.REQUESTS_FAILED
 
 
+@dataclass(frozen=True)
+class Steps:
+    """What a sequential loop (sequence_loop) repeats, a look after each step: an interleaved pair
+    (two runs) or a duet run (one)."""
+
+    unit: str
+    """The step's word in the lines printed and ab.json's `stopped` (`pair`, `duet run`)."""
+    size: int
+    """Runs per step."""
+    schedule: Callable[[int], list[SweepPoint]]
+    """The points of K steps, in order (the first ones those of the first step)."""
+    run: Callable[[SweepPoint, int, int], bool]
+    """Run one point (the i-th of its step's runs to do, n left after it): True when interrupted."""
+    look: Callable[[tuple[int, int]], list[str]]
+    """The look command of the design (K, first look): its decision state as JSON on stdout."""
+    save: Callable[[list[SweepPoint], str, dict], None]
+    """ab.json rewritten: the points, the state, the sequence."""
+
+
 def pairs_loop(
     s: AbSettings,
     runner: PointRunner,
@@ -717,8 +743,7 @@ def pairs_loop(
     seq: dict,
     record: str | None,
 ) -> bool:
-    """The pairs, one look after each from the first look on; SEQ (ab.json's `sequential`) updated
-    and ab.json rewritten after each run; whether the user interrupted."""
+    """The interleaved pairs (sequence_loop); whether the user interrupted."""
     logs = root / LOGS_DIR
     logs.mkdir(parents=True, exist_ok=True)
     what = f"A {describe(s, 'A')} vs B {describe(s, 'B')}"
@@ -729,102 +754,100 @@ def pairs_loop(
         file=sys.stderr,
     )
     progress = Progress(2, S.timespan_seconds("RUN_TIME", s.run_time))
-    t0, spent0, k, interrupted = time.monotonic(), float(seq["spent_s"]), 0, False
-    try:
-        while seq["stopped"] is None:
-            k += 1
-            if len(points) < 2 * k:
-                points[:] = _extend(points, k)
-            pair = points[2 * k - 2 : 2 * k]
-            todo = [p for p in pair if p.status != "done"]
-            spent = spent0 + time.monotonic() - t0
-            if todo and seq["pair_s"] and spent + seq["pair_s"] > BUDGET_SLACK * seq["budget_s"]:
-                seq["stopped"] = "budget spent"
-                k -= 1  # this pair is not run
-                break
-            for p in pair:
-                p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
-            started = time.monotonic()
-            if run_pair(s, runner, root, env, points, todo, (logs, progress), record, seq, (t0, spent0)):
-                interrupted = True
-                break
-            if todo and seq["pair_s"] is None and len(todo) == 2:
-                seq["pair_s"] = round(time.monotonic() - started, 1)
-            plan(seq)
-            if not todo and k < len(points) // 2:
-                continue  # done before a resume: its look was recorded then
-            seq["stopped"] = one_look(s, root, seq, k)
-            if seq["stopped"] is None and seq["max_pairs"] and k >= seq["max_pairs"]:
-                seq["stopped"] = f"all {k} pairs done"
-    except KeyboardInterrupt:  # between two runs: nothing is running
-        interrupted = True
-    finally:
-        if not interrupted and seq["stopped"] is not None:
-            del points[2 * k :]  # the pairs planned but not needed: not runs that are missing
-        complete = all(p.status == "done" for p in points)
-        state = "interrupted" if interrupted else "complete" if complete else "incomplete"
-        save_points(root, s, env, points, state, seq)
-    return interrupted
 
+    def run(p: SweepPoint, i: int, left: int) -> bool:
+        from swarmbench.runner.sweep import run_point
 
-def run_pair(
-    s: AbSettings,
-    runner: PointRunner,
-    root: Path,
-    env: dict[str, str],
-    points: list[SweepPoint],
-    todo: list[SweepPoint],
-    log: tuple[Path, Progress],
-    record: str | None,
-    seq: dict,
-    clock: tuple[float, float],
-) -> bool:
-    """TODO (a pair's runs not done yet), each by the sweep's run_point, ab.json rewritten after each
-    with the time spent (CLOCK: this session's start and the time spent before it); whether the
-    user interrupted."""
-    from swarmbench.runner.sweep import run_point
-
-    logs, progress = log
-    for i, p in enumerate(todo, 1):
         side = p.id[0].upper()
         runner.env, runner.sweep_dir = side_env(s, env, side), root / side
         (root / side).mkdir(exist_ok=True)
-        if run_point(runner, runner.s, root / side, p, logs, progress, i, len(todo) - i):
+        if run_point(runner, runner.s, root / side, p, logs, progress, i, left):
             return True
         if p.status != "done":
             print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
         elif record is not None:
             record_runs([root / side / p.id], record)
-        seq["spent_s"] = round(clock[1] + time.monotonic() - clock[0], 1)
-        save_points(root, s, env, points, "running", seq)
-    return False
+        return False
+
+    steps = Steps(
+        "pair", 2, schedule, run, partial(look_command, s, root), partial(save_points, root, s, env)
+    )
+    return sequence_loop(steps, s, points, seq)
 
 
-def plan(seq: dict) -> None:
-    """K, once the first pair's time is known: the pairs the budget buys (said in one line)."""
+def sequence_loop(steps: Steps, s: AbSettings, points: list[SweepPoint], seq: dict) -> bool:
+    """STEPS until one_look says stop (every gated row decisive, K steps done) or the next step would
+    overrun the budget (by BUDGET_SLACK), a look after each from the first look on; SEQ (ab.json's
+    `sequential`) updated and ab.json rewritten after each run (the time spent, for a resume); POINTS
+    extended as steps are added, cut to the steps run once the sequence ends; whether the user
+    interrupted."""
+    size = steps.size
+    t0, spent0, k, interrupted = time.monotonic(), float(seq["spent_s"]), 0, False
+    try:
+        while seq["stopped"] is None:
+            k += 1
+            if len(points) < size * k:
+                points[:] = points + steps.schedule(k)[len(points) :]  # recorded outcomes kept
+            step = points[size * (k - 1) : size * k]
+            for p in step:  # those done before a resume too: ab.json is rewritten from them
+                p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
+            todo = [p for p in step if p.status != "done"]
+            spent = spent0 + time.monotonic() - t0
+            if todo and seq["pair_s"] and spent + seq["pair_s"] > BUDGET_SLACK * seq["budget_s"]:
+                seq["stopped"] = "budget spent"
+                k -= 1  # this step is not run
+                break
+            started = time.monotonic()
+            for i, p in enumerate(todo, 1):
+                if steps.run(p, i, len(todo) - i):
+                    interrupted = True
+                    break
+                seq["spent_s"] = round(spent0 + time.monotonic() - t0, 1)
+                steps.save(points, "running", seq)
+            if interrupted:
+                break
+            if todo and seq["pair_s"] is None and len(todo) == size:
+                seq["pair_s"] = round(time.monotonic() - started, 1)
+            plan(seq, steps.unit)
+            if not todo and k < len(points) // size:
+                continue  # done before a resume: its look was recorded then
+            seq["stopped"] = one_look(seq, k, steps.look, steps.unit)
+            if seq["stopped"] is None and seq["max_pairs"] and k >= seq["max_pairs"]:
+                seq["stopped"] = f"all {k} {steps.unit}s done"
+    except KeyboardInterrupt:  # between two runs: nothing is running
+        interrupted = True
+    finally:
+        if not interrupted and seq["stopped"] is not None:
+            del points[size * k :]  # the steps planned but not needed: not runs that are missing
+        complete = all(p.status == "done" for p in points)
+        steps.save(points, "interrupted" if interrupted else "complete" if complete else "incomplete", seq)
+    return interrupted
+
+
+def plan(seq: dict, unit: str = "pair") -> None:
+    """K, once the first pair's time is known: the pairs (UNITs) the budget buys (said in one line)."""
     if seq["max_pairs"] is None and seq["pair_s"]:
         seq["max_pairs"] = planned_pairs(seq["budget_s"], seq["pair_s"], seq["first_look"])
         print(
-            f"swarmbench ab: a pair takes {fmt_duration(seq['pair_s'])}: at most "
-            f"{seq['max_pairs']} pairs in {fmt_duration(seq['budget_s'])}",
+            f"swarmbench ab: a {unit} takes {fmt_duration(seq['pair_s'])}: at most "
+            f"{seq['max_pairs']} {unit}s in {fmt_duration(seq['budget_s'])}",
             file=sys.stderr,
         )
 
 
-def _extend(points: list[SweepPoint], pairs: int) -> list[SweepPoint]:
-    """POINTS with the schedule's further pairs up to PAIRS (their recorded outcomes kept)."""
-    return points + schedule(pairs)[len(points) :]
-
-
-def one_look(s: AbSettings, root: Path, seq: dict, k: int) -> str | None:
-    """The look after pair K (before the first look: the line says when it comes): recorded in SEQ,
-    one line printed; why the sequence stops (None: it goes on)."""
-    head = f"swarmbench ab: pair {k}/{seq['max_pairs'] or '?'}"
+def one_look(
+    seq: dict, k: int, command: Callable[[tuple[int, int]], list[str]], unit: str = "pair"
+) -> str | None:
+    """The look after step K (a pair, a duet run: UNIT), COMMAND the design's look (before the first
+    look: the line says when it comes): recorded in SEQ, one line printed; why the sequence stops
+    (None: it goes on)."""
+    head = f"swarmbench ab: {unit} {k}/{seq['max_pairs'] or '?'}"
     if k < seq["first_look"] or seq["max_pairs"] is None:
-        print(f"{head}: the first look is at pair {seq['first_look']}", file=sys.stderr, flush=True)
+        print(f"{head}: the first look is at {unit} {seq['first_look']}", file=sys.stderr, flush=True)
         return None
-    command = look_command(s, root, (seq["max_pairs"], seq["first_look"]))
-    res = subprocess.run(command, cwd=find_checkout(), capture_output=True, text=True)
+    res = subprocess.run(
+        command((seq["max_pairs"], seq["first_look"])), cwd=find_checkout(), capture_output=True, text=True
+    )
     if res.returncode != 0:
         sys.stderr.write(res.stderr)
         print(f"{head}: the look failed (exit {res.returncode}); stopping", file=sys.stderr)
@@ -841,7 +864,7 @@ def one_look(s: AbSettings, root: Path, seq: dict, k: int) -> str | None:
             ],
         }
     )
-    print(f"{head}: {look_line(found, seq)}", file=sys.stderr, flush=True)
+    print(f"{head}: {look_line(found, seq, unit)}", file=sys.stderr, flush=True)
     return "decided" if found["decided"] else None
 
 
@@ -853,7 +876,7 @@ def look_command(s: AbSettings, root: Path, design: tuple[int, int]) -> list[str
     return [*cmdline.PROGRAM, *cmdline.compare(b, root, baseline=a, options=o, sequential=design, look=True)]
 
 
-def look_line(found: dict, seq: dict) -> str:
+def look_line(found: dict, seq: dict, unit: str = "pair") -> str:
     """`catches now p50 ≥ +7.1 %, p95 ≥ +12.3 %; 2 of 8 rows undecided; decided in ~1m20s`: per
     gated metric (Aggregated, else its widest row) the smallest change it could call now (band +
     the repeated CI's half-width), and the time to decide at the current spread (pairs needed x
@@ -879,5 +902,6 @@ def look_line(found: dict, seq: dict) -> str:
         when = "≥ budget"
     else:
         wait = max(0, needed - found["pairs"]) * (seq["pair_s"] or 0)
-        when = "≥ budget" if wait > left else f"~{fmt_duration(wait)} ({needed - found['pairs']} more pairs)"
+        more = needed - found["pairs"]
+        when = "≥ budget" if wait > left else f"~{fmt_duration(wait)} ({more} more {unit}s)"
     return f"catches now {catches}; {len(open_rows)} of {len(rows)} rows undecided; decided in {when}"

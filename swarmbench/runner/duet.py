@@ -13,7 +13,11 @@ hits both sides cancels. What it cannot see: A and B contend for this machine (d
 - A_HOST/B_HOST: two deploys; no target is started, Locust runs on this machine (LOCAL or not).
 - Neither: refused (exit 2, one line): a duet under Docker compose is not built.
 - REPEATS duet runs (default 3, as make ab), each RUN_TIME long; each is one pair of the
-  comparison (compare/duet.py Pair) and a later sequential procedure combines them the same way.
+  comparison (compare/duet.py Pair).
+- BUDGET (run_sequential): duet runs until every gated row is decisive or the budget is spent, a
+  look after each: make ab's sequential loop (runner/ab.py sequence_loop) with a duet run for a pair,
+  the look `compare --duet DIR --sequential K --first-look F --look`; ab.json's `sequential` as make
+  ab's. An A/A duet takes BUDGET too (it is compared in pairs, not by the noise floor).
 - Folders: results/<AB_ID>/duet/<d1, d2, ...> (run folders) and duet/targets.json (each run's two
   targets: settings, host, the CPU seconds each used, scraped from its /metrics before and after the
   run), the comparison in .../compare/, ab.json (the settings, `design: duet`, each run's status).
@@ -27,7 +31,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -54,6 +58,7 @@ from swarmbench.runner.points import (
     wait_http,
 )
 from swarmbench.runner.settings import display, find_checkout, record_runs, results_dir
+from swarmbench.runner.sweep import fmt_duration
 
 DUET_LOCUSTFILE = "locustfiles/duet.py"
 """The duet's locustfile: the albums steps against both sides, names tagged."""
@@ -76,10 +81,6 @@ def check(environ: Mapping[str, str]) -> None:
             "DUET=1 runs A and B at once on this machine: set LOCAL=1 (two bundled targets from "
             "target/) or A_HOST and B_HOST (two deploys); a duet under Docker compose is not built"
         )
-    if environ.get("BUDGET", "").strip():  # never silently a fixed design when a budget was asked for
-        raise UsageError(
-            "DUET=1 with BUDGET is not built yet: a duet runs REPEATS duet runs (default 3); unset BUDGET"
-        )
     for name in ("LOCUST_LOCUSTFILE", "LOCUST_USER_CLASSES"):
         if environ.get(name, "").strip():
             raise UsageError(f"DUET=1 runs {DUET_LOCUSTFILE}'s {DUET_CLASS}: unset {name}")
@@ -91,7 +92,7 @@ def duet_settings(environ: Mapping[str, str], check_args: ab.CompareArgsCheck) -
     pairs too, not by the noise floor)."""
     check(environ)
     env = {**environ, "LOCAL": "1"} if environ.get("A_HOST", "").strip() else environ
-    s = ab.ab_settings(env, lambda words, aa: check_args(words, False))
+    s = ab.ab_settings(env, lambda words, aa: check_args(words, False), paired_aa=True)
     asked = metrics_asked(s.compare_args)
     if asked is not None and not asked & set(JUDGED):
         raise UsageError(
@@ -125,9 +126,10 @@ def schedule(repeats: int) -> list[SweepPoint]:
     return [SweepPoint(f"d{i}", i, 1, "", 0) for i in range(1, repeats + 1)]
 
 
-def load_points(root: Path, s: ab.AbSettings, env: Mapping[str, str]) -> list[SweepPoint]:
-    """schedule(), with each run's recorded outcome when ROOT holds ab.json (make ab's resume)."""
-    points = schedule(s.repeats)
+def load_points(root: Path, s: ab.AbSettings, env: Mapping[str, str], runs: int = 0) -> list[SweepPoint]:
+    """schedule() (RUNS when more than REPEATS: a sequential duet's planned K), with each run's
+    recorded outcome when ROOT holds ab.json (make ab's resume)."""
+    points = schedule(max(s.repeats, runs))
     path = root / AB_JSON
     if not path.is_file():
         return points
@@ -144,10 +146,23 @@ def load_points(root: Path, s: ab.AbSettings, env: Mapping[str, str]) -> list[Sw
 
 
 def save_points(
-    root: Path, s: ab.AbSettings, env: Mapping[str, str], points: list[SweepPoint], state: str
+    root: Path,
+    s: ab.AbSettings,
+    env: Mapping[str, str],
+    points: list[SweepPoint],
+    state: str,
+    sequential: dict | None = None,
 ) -> None:
+    """ab.json, as make ab's (SEQUENTIAL: the sequential duet's state, with BUDGET)."""
+    commit = git_commit(find_checkout())
     SweepState.from_points(
-        s.ab_id, identity(s, env), points, state=state, runner="local", git_commit=git_commit(find_checkout())
+        s.ab_id,
+        identity(s, env),
+        points,
+        state=state,
+        runner="local",
+        git_commit=commit,
+        sequential=sequential,
     ).write(root, AB_JSON)
 
 
@@ -245,6 +260,8 @@ def run_duet(environ: Mapping[str, str], check_args: ab.CompareArgsCheck, record
     if not environ.get("AB_ID"):  # make ab's exclusive default name (runner/ab.py run_ab)
         s = replace(s, ab_id=create_run_dir(results_dir(env), s.ab_id, explicit=False).name)
     root = results_dir(env) / s.ab_id
+    if s.budget is not None:
+        return run_sequential(s, root, env, record)
     points = load_points(root, s, env)
     if any(p.status != "done" for p in points):
         runner = duet_runner(s, root / DUET_DIR, env)
@@ -269,34 +286,20 @@ def run_all(
     points: list[SweepPoint],
     record: str | None,
 ) -> bool:
-    """Every duet run not done yet (the sweep's run_point: its log, timeout, Ctrl-C and folder rules),
-    ab.json and targets.json rewritten after each; whether the user interrupted."""
-    from swarmbench.runner.sweep import Progress, run_point
-
-    folder, logs = root / DUET_DIR, root / LOGS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
-    for p in points:
+    """Every duet run not done yet (one_run), ab.json rewritten after each; whether the user
+    interrupted."""
+    for p in points:  # those done before a resume too: ab.json is rewritten from them
         p.workers, p.user_class, p.users = s.workers, s.user_class, s.users
     todo = [p for p in points if p.status != "done"]
     what = f"A {ab.describe(s, 'A')} and B {ab.describe(s, 'B')} at once (duet)"
     print(f"swarmbench ab: {what}, {len(todo)} runs of {s.run_time} -> {display(root)}/", file=sys.stderr)
-    progress = Progress(len(todo), S.timespan_seconds("RUN_TIME", s.run_time))
-    targets_path = folder / TARGETS_JSON
-    counters = json.loads(targets_path.read_text(encoding="utf-8")) if targets_path.is_file() else {}
+    run = one_run(s, runner, root, record, len(todo))
     interrupted = False
     try:
         for i, p in enumerate(todo, 1):
-            if run_point(runner, runner.s, folder, p, logs, progress, i, len(todo) - i):
+            if run(p, i, len(todo) - i):
                 interrupted = True
                 break
-            if p.status != "done":
-                print(f"swarmbench ab: duet run {p.id} failed: {p.reason}", file=sys.stderr)
-            else:
-                counters[p.id] = runner.counters.get(p.id)
-                write_atomic(targets_path, json.dumps(counters, indent=2) + "\n")
-                if record is not None:
-                    record_runs([folder / p.id], record)
             save_points(root, s, env, points, "running")
     except KeyboardInterrupt:  # between two runs: nothing is running
         interrupted = True
@@ -307,18 +310,98 @@ def run_all(
     return interrupted
 
 
-def compare(s: ab.AbSettings, root: Path) -> int:
-    """The paired comparison of ROOT/duet into ROOT/compare (compare-2, ... when one is there); its
-    exit code."""
+def one_run(
+    s: ab.AbSettings, runner: DuetRunner, root: Path, record: str | None, runs: int
+) -> Callable[[SweepPoint, int, int], bool]:
+    """A function running one duet run (the sweep's run_point: its log, timeout, Ctrl-C and folder
+    rules; the i-th of RUNS, n left), its targets' counters added to targets.json; True when the
+    user interrupted."""
+    from swarmbench.runner.sweep import Progress, run_point
+
+    folder, logs = root / DUET_DIR, root / LOGS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
+    progress = Progress(runs, S.timespan_seconds("RUN_TIME", s.run_time))
+    targets_path = folder / TARGETS_JSON
+    counters = json.loads(targets_path.read_text(encoding="utf-8")) if targets_path.is_file() else {}
+
+    def run(p: SweepPoint, i: int, left: int) -> bool:
+        if run_point(runner, runner.s, folder, p, logs, progress, i, left):
+            return True
+        if p.status != "done":
+            print(f"swarmbench ab: duet run {p.id} failed: {p.reason}", file=sys.stderr)
+        else:
+            counters[p.id] = runner.counters.get(p.id)
+            write_atomic(targets_path, json.dumps(counters, indent=2) + "\n")
+            if record is not None:
+                record_runs([folder / p.id], record)
+        return False
+
+    return run
+
+
+# --- DUET=1 with BUDGET: duet runs until every gated metric is decisive -------------------------------
+#
+# make ab's sequential loop (runner/ab.py sequence_loop) with a duet run for a pair: after each, one
+# look of `swarmbench compare --duet DIR --sequential K --first-look F --look` (d = ln(B/A) of each
+# duet run's whole-run percentiles; compare/sequential.py's repeated CIs), the same lines printed and
+# the same record in ab.json (`sequential`: its pair_s and max_pairs are a duet run's time and count).
+
+UNIT = "duet run"
+"""A sequential duet's step, in the lines printed (compare/commands.py DUET_UNIT in compare.json)."""
+
+
+def run_sequential(s: ab.AbSettings, root: Path, env: dict[str, str], record: str | None) -> int:
+    """`DUET=1 make ab` with BUDGET: duet runs until every gated row is decisive, K runs are done or
+    the budget is spent; then the comparison of all of them, its gated rows judged by the design's
+    repeated CIs; the exit code as run_duet's. Resume (same AB_ID) continues the sequence."""
+    seq = ab.new_sequence(s, root)
+    points = load_points(root, s, env, seq["max_pairs"] or 0)
+    if seq["stopped"] is None:
+        runner = duet_runner(s, root / DUET_DIR, env)
+        what = f"A {ab.describe(s, 'A')} and B {ab.describe(s, 'B')} at once (duet)"
+        print(
+            f"swarmbench ab: {what}, {s.run_time} duet runs until every gated metric is decisive or "
+            f"BUDGET={fmt_duration(s.budget or 0)} is spent (looks from duet run {seq['first_look']}) "
+            f"-> {display(root)}/",
+            file=sys.stderr,
+        )
+        steps = ab.Steps(
+            UNIT, 1, schedule, one_run(s, runner, root, record, 1), partial(look_command, s, root),
+            partial(save_points, root, s, env),
+        )  # fmt: skip
+        loop = partial(ab.sequence_loop, steps, s, points, seq)
+        stopped = ab.run_with(runner, loop, s, root, points, "duet runs", total=False)
+        if stopped is not None:
+            return stopped
+    else:
+        print(f"swarmbench ab: {s.ab_id}: the sequence ended ({seq['stopped']}); comparing", file=sys.stderr)
+    code = compare(s, root, (seq["max_pairs"], seq["first_look"]) if seq["max_pairs"] else None)
+    failed = [p.id for p in points if p.status in ("failed", "interrupted")]
+    return code if code or not failed else exits.REQUESTS_FAILED
+
+
+def look_command(s: ab.AbSettings, root: Path, design: tuple[int, int]) -> list[str]:
+    """`swarmbench compare --duet ROOT/duet [COMPARE_ARGS] --sequential K --first-look F --look`."""
+    o = s.compare_args
+    return [*cmdline.PROGRAM, *cmdline.duet(root / DUET_DIR, root, options=o, sequential=design, look=True)]
+
+
+def compare(s: ab.AbSettings, root: Path, design: tuple[int, int] | None = None) -> int:
+    """The paired comparison of ROOT/duet into ROOT/compare (compare-2, ... when one is there; DESIGN:
+    a sequential duet's (K, first look)); its exit code."""
     out = ab.compare_dir(root)
     print(
-        f"swarmbench ab: swarmbench {' '.join(cmdline.duet(root / DUET_DIR, out))}",
+        f"swarmbench ab: swarmbench {' '.join(cmdline.duet(root / DUET_DIR, out, sequential=design))}",
         file=sys.stderr,
         flush=True,
     )
-    return subprocess.run(compare_command(s, root, out), cwd=find_checkout()).returncode
+    return subprocess.run(compare_command(s, root, out, design), cwd=find_checkout()).returncode
 
 
-def compare_command(s: ab.AbSettings, root: Path, out: Path) -> list[str]:
-    """`swarmbench compare --duet ROOT/duet -o OUT` with COMPARE_ARGS."""
-    return [*cmdline.PROGRAM, *cmdline.duet(root / DUET_DIR, out, options=s.compare_args)]
+def compare_command(
+    s: ab.AbSettings, root: Path, out: Path, design: tuple[int, int] | None = None
+) -> list[str]:
+    """`swarmbench compare --duet ROOT/duet -o OUT` with COMPARE_ARGS (and DESIGN's --sequential K
+    --first-look F)."""
+    return [*cmdline.PROGRAM, *cmdline.duet(root / DUET_DIR, out, options=s.compare_args, sequential=design)]
