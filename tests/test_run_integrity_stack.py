@@ -186,3 +186,36 @@ def test_stack_web_ui_start_stop_is_a_saved_exact_run(docker_compose, tmp_path):
     assert (m["started_from"], m["status"], m["mode"], m["users"]) == ("ui", "complete", "distributed", 4)
     assert m["exit_code"] is None and m["workers_connected"] == 2
     assert_exact(run_dir, m["target"]["album_requests"])
+
+
+@pytest.mark.docker
+def test_stack_runner_killed_is_saved_and_taken_down_by_its_watchdog_and_never_run_into(
+    docker_compose, tmp_path
+):
+    """`swarmbench headless` killed outright (SIGKILL: no cleanup of its own runs): its watchdog
+    (runner/watchdog.py) stops the master, which saves the run as interrupted, and takes the stack
+    down; while that run went, a second run of the same compose project was refused, one line, and
+    started nothing."""
+    env = stack_env(tmp_path, LOCUST_RUN_TIME="120s")
+    project, log = env["COMPOSE_PROJECT_NAME"], tmp_path / "run.log"
+    with headless(env, log) as proc:
+        wait_for_master(project, proc, log)
+        second = subprocess.run(
+            [sys.executable, "-m", "swarmbench", "headless"], cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        lines = (second.stdout + second.stderr).strip().splitlines()
+        assert second.returncode == 2 and len(lines) == 1, second.stdout + second.stderr
+        assert project in lines[0] and "still going" in lines[0] and "Traceback" not in lines[0]
+        assert containers(project, "master"), "the refused run touched the running one"
+        time.sleep(2)
+        killed = time.monotonic()
+        proc.kill()
+        proc.wait()
+        while containers(project, "master") or containers(project, "target"):
+            assert time.monotonic() - killed < 90, "the stack kept running after its runner was killed"
+            time.sleep(1)
+    m = assert_complete_folder(only_run(tmp_path / "results"))
+    assert m["status"] == "interrupted" and m["duration_s"] < 60, (m["status"], m["duration_s"])
+    watched = (tmp_path / "results" / ".logs" / "watchdog.log").read_text()
+    assert "the runner is gone" in watched and "down --remove-orphans" in watched, watched

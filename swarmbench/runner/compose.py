@@ -14,7 +14,9 @@ from pathlib import Path
 
 from swarmbench.core import exits
 from swarmbench.core.exits import UsageError
+from swarmbench.core.folder import LOGS_DIR
 from swarmbench.core.manifest import git_branch, git_commit
+from swarmbench.runner import watchdog
 from swarmbench.runner.settings import Headless, checkout, results_dir
 from swarmbench.runner.terminal import Console
 
@@ -35,6 +37,8 @@ default (a process that runs a locustfile should not own the host's root-owned b
 MASTER_STOP_TIMEOUT_S = 30
 """On Ctrl-C/SIGTERM: how long the master may take to collect its workers' final stats and write
 the run folder before Docker kills it."""
+WATCHDOG_LOG = "watchdog.log"
+"""Under the results' LOGS_DIR: what a watchdog did for a runner that was killed (runner/watchdog.py)."""
 
 
 class Interrupted(Exception):
@@ -192,8 +196,13 @@ def run_headless(settings: Headless, verbose: bool = False) -> int:
     check_docker()
     env, results = stack_env(settings)
     files = compose_files(settings)
+    refuse_a_running_master(env, files)
     console = Console(results, verbose)
     with interruptible(), console:
+        # Before `up`: a runner killed while the stack starts leaves nothing running either.
+        keeper = watchdog.start(
+            compose_cmd(files=files), env, MASTER_STOP_TIMEOUT_S, results / LOGS_DIR / WATCHDOG_LOG
+        )
         try:
             code = _up_and_wait(settings.workers, env, files, console)
         except Interrupted as e:  # before the master ran (building, starting): nothing to save
@@ -203,8 +212,26 @@ def run_headless(settings: Headless, verbose: bool = False) -> int:
                 signal.signal(s, signal.SIG_IGN)  # the stack comes down whatever happens next
             console.phase("taking the stack down")
             _compose(env, files, "down", "--remove-orphans", "--timeout", "10", quiet=True)
+            watchdog.dismiss(keeper)
     console.finish(code)
     return code
+
+
+def refuse_a_running_master(env: dict[str, str], files: tuple[str, ...]) -> None:
+    """UsageError, before anything starts, when this project's master is running: another run of
+    this checkout (or of the same COMPOSE_PROJECT_NAME) is in progress, or one whose runner was
+    killed is being saved by its watchdog. Its stack is never `up`-ed into, nor taken down."""
+    running = subprocess.run(
+        compose_cmd("ps", "--status", "running", "--quiet", "master", files=files),
+        env=env, capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    if running:
+        project = env.get("COMPOSE_PROJECT_NAME") or checkout().name
+        raise UsageError(
+            f"a run of compose project {project!r} is still going (its master is running: another "
+            f"run, or one whose runner was killed, being saved); wait for it, or stop it: "
+            f"docker compose -p {project} down"
+        )
 
 
 def _up_and_wait(workers: int, env: dict[str, str], files: tuple[str, ...], console: Console) -> int:
