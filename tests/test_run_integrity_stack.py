@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from harness import ROOT, free_port, wait_http
-from integrity import SPAWNED, assert_exact, ui_rounds
+from integrity import SPAWNED, assert_exact, logged, ui_rounds
 from make_runs import compose_down, compose_env
 from runs import assert_complete_folder, only_run
 
@@ -47,7 +47,11 @@ def containers(project: str, service: str) -> list[str]:
 
 
 def wait_for_master(
-    project: str, proc: subprocess.Popen, log: Path, text: str = SPAWNED, timeout: float = 240
+    project: str,
+    proc: subprocess.Popen,
+    log: Path,
+    text: str | tuple[str, ...] = SPAWNED,
+    timeout: float = 240,
 ) -> None:
     """Until the master's container logs TEXT. Fails at once, with the runner's own output, when
     `swarmbench headless` has already exited (a stack that never came up is not a slow one), and
@@ -57,7 +61,7 @@ def wait_for_master(
         ids = containers(project, "master")
         if ids:
             logs = subprocess.run(["docker", "logs", ids[0]], capture_output=True, text=True)
-            if text in logs.stdout + logs.stderr:
+            if logged(text, logs.stdout + logs.stderr):
                 return
         if proc.poll() is not None:
             pytest.fail(f"swarmbench headless exited {proc.returncode} before the master logged {text!r}:\n"
