@@ -539,7 +539,11 @@ def parse_args(
     argv: Sequence[str], prog: str = PROG, commands: Sequence[str] | None = None
 ) -> argparse.Namespace:
     """ARGV parsed as main() runs it (bad input: one line, exit 2). The runner's subprocesses are
-    parsed here too, in tests/test_cmdline.py: core/cmdline.py builds their argv."""
+    parsed here too, in tests/test_cmdline.py: core/cmdline.py builds their argv. A command named
+    first is parsed by a parser of that command alone (the same parse, the same errors): the others'
+    options are not built (sweep's defaults import the runner: ~0.1 s of every `swarmbench trend`)."""
+    if commands is None and argv[:1] and argv[0] in COMMANDS:
+        commands = [argv[0]]
     parser = build_parser(prog, commands)
     args, unknown = parser.parse_known_args(list(argv))
     if unknown:  # said by the command's parser, so the line names the command and its --help

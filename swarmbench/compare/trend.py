@@ -142,8 +142,12 @@ class Prepared:
         self.pairs = self.table.reshape(-1)
         self.centre = float(x.mean())  # prefix sums of x - centre: no cancellation in the squares
         c = x - self.centre
-        self.s1 = np.concatenate(([0.0], np.cumsum(c)))
-        self.s2 = np.concatenate(([0.0], np.cumsum(c * c)))
+        self.sums = np.zeros(
+            (2, self.n + 1)
+        )  # the prefix sums s1, s2 as one array: hopeless() reads both at once
+        np.cumsum(c, out=self.sums[0, 1:])
+        np.cumsum(c * c, out=self.sums[1, 1:])
+        self.s1, self.s2 = self.sums
         # scalar reads as Python floats, without a list of them (tolist: ~1 ms per 10,000 runs)
         self.l1, self.l2 = memoryview(self.s1), memoryview(self.s2)
         self.spread = float(np.abs(c).max()) or 1.0  # the series' scale, for "nearly constant"
@@ -177,13 +181,18 @@ class Prepared:
         if start not in self._q:
             size = min(self.width, self.n - start)
             grid = _grid(size)
-            if size not in self._inner:  # each cell's S(τ, κ) as an offset into pairs, rows of n + 1
-                self._inner[size] = grid.j * (self.n + 1) + grid.tau
-            u = self.table[: size + 1, start]  # S(start, start + k), k = 0 .. M
-            q = self.pairs[start:].take(self._inner[size])
-            np.multiply(grid.ac, q, out=q)
-            np.subtract(grid.a * u.take(grid.kappa), q, out=q)  # Otava's order of operations
-            q -= grid.ab * u.take(grid.tau)
+            if size not in self._inner:
+                # each cell's S(τ, κ), S(0, κ) and S(0, τ) as offsets into pairs (rows of n + 1) from
+                # the start: one gather and one product per grid (numpy's calls cost more than the work)
+                row = self.n + 1
+                self._inner[size] = np.concatenate(
+                    (grid.j * row + grid.tau, grid.kappa * row, grid.tau * row)
+                )
+            cells = len(grid.tau)
+            terms = self.pairs[start:].take(self._inner[size])
+            terms *= grid.weights  # ac·S(τ, κ), a·S(0, κ), ab·S(0, τ)
+            q = terms[cells : 2 * cells] - terms[:cells]  # Otava's order of operations
+            q -= terms[2 * cells :]
             self._q[start] = q
         return self._q[start]
 
@@ -193,22 +202,27 @@ class Prepared:
         window's detector keeps nothing and its Q need not be computed. Exact: only a window's
         first split is tested against the whole window (m - 2 degrees of freedom); most windows
         of a quiet series are skipped. All m - 1 splits' t at once, squared, from prefix sums."""
-        item = self.s1.itemsize
-        shape, strides = (count, m + 1), (step * item, item)  # row w: s[a_w], s[a_w + 1] .. s[a_w + m]
-        rows1 = np.ndarray(shape, self.s1.dtype, buffer=self.s1, offset=start * item, strides=strides)
-        rows2 = np.ndarray(shape, self.s2.dtype, buffer=self.s2, offset=start * item, strides=strides)
-        inv1, inv2, dof1, dof2, scale = _split_sizes(m)
-        c1 = (rows1[:, 1:m] - rows1[:, :1]) * inv1  # left means (centred)
-        c2 = (rows1[:, m:] - rows1[:, 1:m]) * inv2
-        pooled = dof1 * ((rows2[:, 1:m] - rows2[:, :1]) * inv1 - c1 * c1)
-        pooled += dof2 * ((rows2[:, m:] - rows2[:, 1:m]) * inv2 - c2 * c2)
+        item = self.sums.itemsize
+        # [moment, window w, k]: s[a_w + k], moment 0 the sums, 1 the sums of squares, k = 0 .. m
+        rows = np.ndarray((2, count, m + 1), self.sums.dtype, buffer=self.sums, offset=start * item,
+                          strides=(self.sums.strides[0], step * item, item))  # fmt: skip
+        inv, dof, scale = _split_sizes(m)
+        sides = np.empty((2, 2, count, m - 1))  # [left/right, moment, window, split]
+        np.subtract(rows[:, :, 1:m], rows[:, :, :1], out=sides[0])
+        np.subtract(rows[:, :, m:], rows[:, :, 1:m], out=sides[1])
+        sides *= inv  # each side's mean (centred) and mean square
+        means, pooled = sides[:, 0], sides[:, 1]
+        pooled -= means * means
+        pooled *= dof
+        pooled = pooled[0] + pooled[1]
         if self.floor:  # the scalar test's floor, a hair lower: the skip stays exact
-            pooled = np.maximum(pooled, self.floor * self.floor * (1 - HOPELESS_MARGIN))
-        se2 = pooled * scale  # se², Otava's pooled variance x (1/n1 + 1/n2)
+            np.maximum(pooled, self.floor * self.floor * (1 - HOPELESS_MARGIN), out=pooled)
+        pooled *= scale  # se², Otava's pooled variance x (1/n1 + 1/n2)
         crit = critical_t(m - 2, alpha) * (1 - HOPELESS_MARGIN)
-        diff = c1 - c2
+        diff = means[0] - means[1]
+        diff *= diff
         # (nearly) constant sides are left to the scalar test, which decides them exactly
-        return np.all((diff * diff < crit * crit * se2) & (se2 > (1e-9 * self.spread) ** 2), axis=1)
+        return ((diff < crit * crit * pooled) & (pooled > (1e-9 * self.spread) ** 2)).all(axis=1)
 
     def test(self, a: int, t: int, b: int) -> tuple[float, float, float]:
         """(mean before, mean after, p) of x[a:t] against x[t:b]: Otava's t-test, scipy's
@@ -308,11 +322,13 @@ _SIZES: dict[int, tuple[np.ndarray, ...]] = {}
 
 
 def _split_sizes(m: int) -> tuple[np.ndarray, ...]:
-    """Per split τ = 1 .. m-1 of M runs: 1/n1, 1/n2, n1 - 1, n2 - 1, (1/n1 + 1/n2) / (m - 2)."""
+    """Per split τ = 1 .. m-1 of M runs, shaped for Prepared.hopeless: [1/n1, 1/n2] (2, 1, 1, m-1),
+    [n1 - 1, n2 - 1] (2, 1, m-1), (1/n1 + 1/n2) / (m - 2)."""
     if m not in _SIZES:
         n1 = np.arange(1, m, dtype=float)
         n2 = m - n1
-        _SIZES[m] = (1 / n1, 1 / n2, n1 - 1, n2 - 1, (1 / n1 + 1 / n2) / (m - 2))
+        inv, dof = np.stack((1 / n1, 1 / n2)), np.stack((n1 - 1, n2 - 1))
+        _SIZES[m] = (inv[:, None, None, :], dof[:, None, :], (1 / n1 + 1 / n2) / (m - 2))
     return _SIZES[m]
 
 
@@ -335,6 +351,7 @@ class _Grid:
             b = np.where(t > 1, 2 * (kappa - t) / (kappa * (t - 1)), 0.0)
             c = np.where(kappa - t > 1, 2 * t / (kappa * (kappa - t - 1)), 0.0)
         self.ab, self.ac = self.a + b, self.a + c
+        self.weights = np.concatenate((self.ac, self.a, self.ab))  # Prepared.grid_q's one product
         self._within: dict[int, np.ndarray] = {}
 
     def within(self, m: int) -> np.ndarray:
