@@ -162,7 +162,13 @@ def test_identical_stored_runs_are_a_level_not_a_division_by_zero(tmp_path: Path
     with open_store(path) as store:
         outcome, _ = gate_outcome(store, [same])
         assert outcome is not None and outcome.noise["p95"] == hs.SD_FLOOR
-        assert {r.verdict for r in outcome.rows if r.metric != "error_rate"} == {NO_CHANGE}
+        # A name with ~260 requests leaves 2 beyond p99, fewer than TAIL_MIN: shown, not judged.
+        tails = {(r.name, r.metric) for r in outcome.rows if r.metric == "p99" and r.verdict == INCONCLUSIVE}
+        assert tails and all(f"{n} p99 (" in outcome.notes[0] for n, _ in tails), outcome.notes
+        judged = {
+            r.verdict for r in outcome.rows if r.metric != "error_rate" and (r.name, r.metric) not in tails
+        }
+        assert judged == {NO_CHANGE}
         for factor, expected in ((1.10, REGRESSED), (1.01, NO_CHANGE)):
             moved = dataclasses.replace(same, stats=tuple(
                 dataclasses.replace(s, p95_ms=s.p95_ms * factor) for s in same.stats))  # fmt: skip

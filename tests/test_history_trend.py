@@ -63,6 +63,9 @@ def test_the_gate_calls_the_bad_side_regressed_and_the_good_side_improved(
     new = at_mean(store_path, runs[-1])
     unchanged = verdicts(store_path, new)
     errors = {unchanged.pop((name, "error_rate")) for name, _ in list(unchanged) if _ == "throughput"}
+    # ~260 requests a name: a p99 rests on 2 of them, fewer than trend.TAIL_MIN: shown, not judged
+    tails = {k: unchanged.pop(k) for k in list(unchanged) if k[1] == "p99" and unchanged[k] == INCONCLUSIVE}
+    assert ("POST /albums", "p99") in tails
     assert set(unchanged.values()) == {NO_CHANGE}, unchanged  # at the baseline's mean: inside the band
     # no failure in ~260 requests cannot rule out a rate above the band (0.1 pp) at a row's 99.9 %
     assert errors == {INCONCLUSIVE}
@@ -73,7 +76,8 @@ def test_the_gate_calls_the_bad_side_regressed_and_the_good_side_improved(
         moved = scaled(new, 100, {("POST", "POST /albums", stored_as): factor}, run_id="moved")
         found = verdicts(store_path, moved)
         assert found.pop(("POST /albums", metric)) == expected, (metric, factor)
-        assert {v for (_, m), v in found.items() if m != "error_rate"} == {NO_CHANGE}, (metric, factor, found)
+        judged = {v for k, v in found.items() if k[1] != "error_rate" and k not in tails}
+        assert judged == {NO_CHANGE}, (metric, factor, found)
 
 
 def test_the_outcome_names_its_baseline_method_and_noise(store_path: Path, runs: list[RunData]) -> None:
@@ -97,20 +101,21 @@ def test_a_stored_run_is_judged_against_the_runs_before_it(store_path: Path, run
 
 
 def test_only_an_accepted_change_resets_the_baseline(tmp_path: Path) -> None:
-    """p99 +20 % in the last 5 of 40 runs: not accepted, those 5 are outliers of the last 20 (18
+    """p95 +20 % in the last 5 of 40 runs: not accepted, those 5 are outliers of the last 20 (18
     SDs off) and a run at the new level is a regression; accepted (their first run's key), the
     baseline is those 5 runs and it is not. Accepted 2 runs ago: the 2 runs' centre, the noise of
-    both sides: not a regression either, and a run at the old level is no regression."""
-    runs = history(RUNS, 0.01, seed=3, step=lambda i: {(*STEPPED, "p99_ms"): 1.20} if i >= RUNS - 5 else {})
+    both sides: not a regression either, and a run at the old level is no regression. (p95: these runs' ~260 requests a name leave p99 on 2,
+    too few for the gate to judge it, trend.TAIL_MIN.)"""
+    runs = history(RUNS, 0.01, seed=3, step=lambda i: {(*STEPPED, "p95_ms"): 1.20} if i >= RUNS - 5 else {})
     path = Path(stored(tmp_path / "h.sqlite", runs))
     new = at_mean(path, runs[-1], n=5)
-    assert verdicts(path, new)[(STEPPED[1], "p99")] == REGRESSED
-    assert verdicts(path, new, accepted=[runs[-5].run_key])[(STEPPED[1], "p99")] != REGRESSED
+    assert verdicts(path, new)[(STEPPED[1], "p95")] == REGRESSED
+    assert verdicts(path, new, accepted=[runs[-5].run_key])[(STEPPED[1], "p95")] != REGRESSED
     recent = at_mean(path, runs[-1], n=2)
-    assert verdicts(path, recent, accepted=[runs[-2].run_key])[(STEPPED[1], "p99")] != REGRESSED
-    assert verdicts(path, recent, accepted=["unknown@run"])[(STEPPED[1], "p99")] == REGRESSED
-    old_level = scaled(new, 100, {(*STEPPED, "p99_ms"): 1 / 1.20}, run_id="old")
-    assert verdicts(path, old_level, accepted=[runs[-5].run_key])[(STEPPED[1], "p99")] != REGRESSED
+    assert verdicts(path, recent, accepted=[runs[-2].run_key])[(STEPPED[1], "p95")] != REGRESSED
+    assert verdicts(path, recent, accepted=["unknown@run"])[(STEPPED[1], "p95")] == REGRESSED
+    old_level = scaled(new, 100, {(*STEPPED, "p95_ms"): 1 / 1.20}, run_id="old")
+    assert verdicts(path, old_level, accepted=[runs[-5].run_key])[(STEPPED[1], "p95")] != REGRESSED
 
 
 def test_repeats_are_judged_together(store_path: Path, runs: list[RunData]) -> None:
