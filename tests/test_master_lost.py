@@ -148,3 +148,44 @@ def _live(run_dir: Path) -> dict:
         return json.loads((run_dir / folder.LIVE_JSON).read_text())
     except (OSError, ValueError):
         return {}
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "examples-2026-11-21" / "r1-w4-AlbumsFastHttpUser"
+
+
+def _salvaged(tmp_path: Path) -> Path:
+    """A folder as a SIGKILLed master leaves it (Locust's CSVs, a live status), then salvaged."""
+    import shutil
+
+    from swarmbench.core.live import LiveStatus
+
+    run_dir = tmp_path / "lost"
+    run_dir.mkdir()
+    for name in (folder.STATS_CSV, folder.HISTORY_CSV, folder.FAILURES_CSV):
+        shutil.copy(FIXTURE / name, run_dir / name)
+    live = LiveStatus(run_id="lost", written_at=time.time(), state="running", elapsed_s=18.0, requests=900)
+    (run_dir / folder.LIVE_JSON).write_text(json.dumps(live.to_json()))
+    assert salvage.salvage(run_dir, 137, ended_at=live.written_at, oom_killed=True) is not None
+    return run_dir
+
+
+def test_history_add_refuses_a_run_whose_master_was_lost_unless_partial(tmp_path, capsys):
+    from swarmbench import cli
+
+    run_dir, store = _salvaged(tmp_path), tmp_path / "h.sqlite"
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["history", "add", str(run_dir), "--history", str(store)])
+    err = capsys.readouterr().err
+    assert refused.value.code == exits.CONFIG_ERROR and "--partial" in err and "137 at 18 s" in err
+    assert "OOM-killed" in err
+    assert cli.main(["history", "add", str(run_dir), "--partial", "--history", str(store)]) == 0
+
+
+def test_compare_names_the_partial_side(tmp_path):
+    from swarmbench.compare.sides import CompareWarning, read_side
+    from swarmbench.core.exits import InputError
+
+    run_dir = _salvaged(tmp_path)
+    partial = r"side .*lost.*partial, left out.*master exited with 137"
+    with pytest.warns(CompareWarning, match=partial), pytest.raises(InputError, match="this side is partial"):
+        read_side(run_dir)
