@@ -18,7 +18,7 @@ from pathlib import Path
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
-from swarmbench.core.figures import number, show_ms
+from swarmbench.core.figures import number, show_count, show_ms, show_rate
 from swarmbench.core.live import LiveStatus
 from swarmbench.core.manifest import (
     COMPLETE,
@@ -199,7 +199,7 @@ def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None
     rows = [head]
     for n in answer.names:
         rows.append(
-            (n.name, str(n.requests), str(n.failures), "-" if math.isnan(n.rps) else f"{n.rps:.2f}",
+            (n.name, show_count(n.requests), show_count(n.failures), show_rate(n.rps),
              show_ms(n.p50_ms), show_ms(n.p95_ms), show_ms(n.p99_ms), show_ms(n.max_ms))
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
