@@ -129,7 +129,7 @@ def test_local_master_sigkilled_mid_run_leaves_a_true_record(albums_binary, tmp_
     assert killed_at is not None and live["elapsed_s"] <= killed_at < live["elapsed_s"] + 6, (
         "the reason's clock is the test's when the master died, not when the runner noticed"
     )
-    assert m.master_lost.live and m.master_lost.live["requests"] > 0
+    assert m.master_lost.live is not None and (m.master_lost.live.requests or 0) > 0
     # exact counts up to the last sealed window, and Locust's CSV count next to them
     assert m.master_lost.sealed_windows >= 4 and m.master_lost.sealed_requests > 0
     assert m.master_lost.csv_requests is not None

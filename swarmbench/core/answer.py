@@ -19,7 +19,6 @@ from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
 from swarmbench.core.figures import number, show_count, show_ms, show_rate
-from swarmbench.core.live import LiveStatus
 from swarmbench.core.manifest import (
     COMPLETE,
     DEGRADED,
@@ -171,10 +170,10 @@ def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
             f"the master was lost ({lost.reason}): this record was written by the runner from what "
             f"survived; sealed windows: {lost.difference}"
         )
-        status = LiveStatus.from_json(lost.live) if lost.live else None
+        status = lost.live
         if status is not None:
             out.append(
-                f"the last live status, at {status.elapsed_s:.0f} s ({status.latency}, so far, not the "
+                f"the last live status, at {status.elapsed_s or 0:.0f} s ({status.latency}, so far, not the "
                 f"run's end): {status.requests} requests, {status.failures} failures, "
                 f"p50 {show_ms(status.p50_ms)} ms, p95 {show_ms(status.p95_ms)} ms, "
                 f"p99 {show_ms(status.p99_ms)} ms"

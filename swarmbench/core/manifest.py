@@ -543,6 +543,23 @@ class Bottleneck(Record):
 
 
 @dataclass
+class LastLive(Record):
+    """`master_lost.live`: the last live status the master wrote (core/live.py), its figures exact
+    but only SO FAR (at most its interval old when the master died), not the run's end."""
+
+    elapsed_s: float | None = None  # the test's clock when it was written
+    users: int | None = count()
+    workers: int | None = count()
+    requests: int | None = count()
+    failures: int | None = count()
+    rps: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    latency: str | None = None  # exact (the HDR histograms so far) or rounded (Locust's)
+
+
+@dataclass
 class MasterLost(Record):
     """`master_lost`: the master died before writing the run's record, so the runner wrote it from
     what survived (core/salvage.py). Absent from every run whose master ended on its own."""
@@ -550,7 +567,7 @@ class MasterLost(Record):
     reason: str | None = None  # "the master exited with 137 at 18 s (OOM-killed ...)"
     master_exit: int | None = None  # the master's exit code, as a shell reports it (137: SIGKILL)
     oom_killed: bool | None = None  # Docker said State.OOMKilled (compose runs; None: not asked)
-    live: dict[str, Any] | None = None  # the last live status (core/live.py), exact figures SO FAR
+    live: LastLive | None = None  # the last live status (core/live.py), exact figures SO FAR
     live_note: str | None = None
     sealed_windows: int | None = count()  # windows sealed (appended to disk) before the loss
     sealed_requests: int | None = count()  # their Aggregated service-time count: exact up to there

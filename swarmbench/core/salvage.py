@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import csv
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -35,7 +35,15 @@ from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.core.figures import count, show_ms
 from swarmbench.core.live import LiveStatus, read_live
-from swarmbench.core.manifest import INTERRUPTED, MASTER_LOST, Event, MasterLost, RunManifest, Totals
+from swarmbench.core.manifest import (
+    INTERRUPTED,
+    MASTER_LOST,
+    Event,
+    LastLive,
+    MasterLost,
+    RunManifest,
+    Totals,
+)
 
 SERVICE_KIND = "service"
 """The windows' kind of a request's service time (latency/histogram.py KINDS[0])."""
@@ -156,7 +164,9 @@ def salvage(
             reason=why,
             master_exit=code,
             oom_killed=oom_killed,
-            live=live.to_json() if live else None,
+            live=LastLive(**{f.name: getattr(live, f.name) for f in fields(LastLive) if f.name != "extra"})
+            if live
+            else None,
             live_note="the last live status the master wrote: exact figures so far, not the run's end",
             sealed_windows=sealed.windows,
             sealed_requests=sealed.requests if sealed.windows else None,
