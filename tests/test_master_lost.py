@@ -132,7 +132,8 @@ def test_local_master_sigkilled_mid_run_leaves_a_true_record(albums_binary, tmp_
     assert m.master_lost.live is not None and (m.master_lost.live.requests or 0) > 0
     # exact counts up to the last sealed window, and Locust's CSV count next to them
     assert m.master_lost.sealed_windows >= 4 and m.master_lost.sealed_requests > 0
-    assert m.master_lost.csv_requests is not None
+    assert m.master_lost.csv_requests is not None and m.master_lost.history_requests is not None
+    assert f"by then: {m.master_lost.history_requests}" in m.master_lost.difference
     assert f"{m.master_lost.csv_requests - m.master_lost.sealed_requests:+d}" in m.master_lost.difference
     rows = list(csv.DictReader((run_dir / folder.LATENCY_WINDOWS_CSV).open()))
     assert len({r["window_s"] for r in rows}) == m.master_lost.sealed_windows

@@ -573,6 +573,7 @@ class MasterLost(Record):
     sealed_requests: int | None = count()  # their Aggregated service-time count: exact up to there
     sealed_failures: int | None = count()
     csv_requests: int | None = count()  # Locust's locust_stats.csv count as last flushed
+    history_requests: int | None = count()  # locust_stats_history.csv's by the last sealed window's end
     difference: str | None = None  # the two counts side by side, in words
     missing: list[str] | None = None  # files a complete run has and this one does not, and why
 

@@ -33,7 +33,7 @@ from swarmbench.core import exits, folder
 from swarmbench.core.answer import read_answer, summary_text
 from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.core.figures import count, show_ms
+from swarmbench.core.figures import count, number, show_ms
 from swarmbench.core.live import LiveStatus, read_live
 from swarmbench.core.manifest import (
     INTERRUPTED,
@@ -44,6 +44,7 @@ from swarmbench.core.manifest import (
     RunManifest,
     Totals,
 )
+from swarmbench.core.runfolder import read_table
 
 SERVICE_KIND = "service"
 """The windows' kind of a request's service time (latency/histogram.py KINDS[0])."""
@@ -148,6 +149,10 @@ def salvage(
         write_atomic(run_dir / folder.LATENCY_WINDOWS_CSV, "".join(sealed.lines))
     else:
         missing.append(f"{folder.LATENCY_WINDOWS_CSV}: no window was sealed before the master was lost")
+    history = None
+    if live is not None and live.written_at and sealed.last_window_s is not None:
+        start = live.written_at - live.elapsed_s  # the test's start, the windows' zero
+        history = history_count(run_dir / folder.HISTORY_CSV, start + sealed.last_window_s + 1)
     now = datetime.now(UTC)
     m = RunManifest(
         run_id=(live.run_id if live and live.run_id else run_dir.name),
@@ -172,7 +177,8 @@ def salvage(
             sealed_requests=sealed.requests if sealed.windows else None,
             sealed_failures=sealed.failures if sealed.windows else None,
             csv_requests=csv_requests,
-            difference=difference(sealed, csv_requests),
+            history_requests=history,
+            difference=difference(sealed, csv_requests, history),
             missing=missing,
         ),
     )
@@ -181,18 +187,33 @@ def salvage(
     return m
 
 
-def difference(sealed: SealedWindows, csv_requests: int | None) -> str:
-    """What the sealed windows' exact count is next to Locust's CSV count, in words."""
+def history_count(path: Path, until: float) -> int | None:
+    """Locust's Aggregated Total Request Count in its history CSV at the last row stamped no later
+    than UNTIL (epoch seconds); None when there is none."""
+    found = None
+    for row in read_table(path, notes=[]).rows:
+        stamp = number(row.get(folder.TIMESTAMP))
+        if row.get(folder.NAME) == AGGREGATED and stamp is not None and stamp <= until:
+            found = count(row.get(folder.TOTAL_REQUEST_COUNT))
+    return found
+
+
+def difference(sealed: SealedWindows, csv_requests: int | None, history: int | None = None) -> str:
+    """What the sealed windows' exact count is next to Locust's CSV counts, in words: its total (the
+    windows still open are not in the sealed count) and its history's by the last sealed window's
+    end (requests count in the window they ended in, Locust's when their report reached the master)."""
     if not sealed.windows:
         return "no window was sealed: no exact count survives"
-    if csv_requests is None:
-        return f"{sealed.requests} requests in {sealed.windows} sealed windows; Locust's CSV has no count"
-    gap = csv_requests - sealed.requests
-    return (
-        f"{sealed.requests} requests in the {sealed.windows} sealed windows (0 to {sealed.last_window_s} s) "
-        f"against {csv_requests} in {folder.STATS_CSV}: {gap:+d} (the windows still open when the master "
-        "was lost, and Locust's last flush, differ)"
-    )
+    end = (sealed.last_window_s or 0) + 1
+    text = f"{sealed.requests} requests in the {sealed.windows} sealed windows (0 to {end} s)"
+    if history is not None:
+        text += f"; {folder.HISTORY_CSV} by then: {history} ({history - sealed.requests:+d})"
+    if csv_requests is not None:
+        text += (
+            f"; {folder.STATS_CSV} in all: {csv_requests} ({csv_requests - sealed.requests:+d}: the "
+            "windows still open when the master was lost)"
+        )
+    return text
 
 
 def live_lines(live: LiveStatus | None) -> list[str]:
