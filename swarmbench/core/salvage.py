@@ -138,17 +138,7 @@ def salvage(
     answer = read_answer(run_dir, RunManifest())  # Locust's CSVs as they are
     total = answer.aggregated
     csv_requests = total.requests if total else None
-    missing = [
-        f"{folder.LATENCY_HDR_CSV}, {folder.LATENCY_HDR_JSON}: the whole run's exact latency "
-        "(the master held it in memory)",
-        f"{folder.JUNIT_XML}: the thresholds were not judged",
-    ]
-    if not (run_dir / folder.STATS_CSV).is_file():
-        missing.append(f"{folder.STATS_CSV}: Locust had not written it yet")
-    if sealed.windows:
-        write_atomic(run_dir / folder.LATENCY_WINDOWS_CSV, "".join(sealed.lines))
-    else:
-        missing.append(f"{folder.LATENCY_WINDOWS_CSV}: no window was sealed before the master was lost")
+    missing = keep_windows(run_dir, sealed)
     history = None
     if live is not None and live.written_at and sealed.last_window_s is not None:
         start = live.written_at - live.elapsed_s  # the test's start, the windows' zero
@@ -196,6 +186,23 @@ def history_count(path: Path, until: float) -> int | None:
         if row.get(folder.NAME) == AGGREGATED and stamp is not None and stamp <= until:
             found = count(row.get(folder.TOTAL_REQUEST_COUNT))
     return found
+
+
+def keep_windows(run_dir: Path, sealed: SealedWindows) -> list[str]:
+    """The sealed windows written as RUN_DIR's locust_latency_windows.csv; what the folder lacks
+    that a complete run has, and why, one line each."""
+    missing = [
+        f"{folder.LATENCY_HDR_CSV}, {folder.LATENCY_HDR_JSON}: the whole run's exact latency "
+        "(the master held it in memory)",
+        f"{folder.JUNIT_XML}: the thresholds were not judged",
+    ]
+    if not (run_dir / folder.STATS_CSV).is_file():
+        missing.append(f"{folder.STATS_CSV}: Locust had not written it yet")
+    if sealed.windows:
+        write_atomic(run_dir / folder.LATENCY_WINDOWS_CSV, "".join(sealed.lines))
+    else:
+        missing.append(f"{folder.LATENCY_WINDOWS_CSV}: no window was sealed before the master was lost")
+    return missing
 
 
 def difference(sealed: SealedWindows, csv_requests: int | None, history: int | None = None) -> str:
