@@ -27,7 +27,9 @@
   master  the master's side: 32 workers x 10 request names, each reporting every 3 s the windows
           since its last report (encoded by the real Recorder from long-tailed latencies), fed to
           the master's merge (latency.windows.Windows) interval by interval: CPU seconds per report
-          interval as % of one core, and the end (every window sealed, the files written). Side by
+          interval as % of one core, and the end (every window sealed, the files written); also
+          with each sealed window appended to disk as it seals (Windows.journal_to: what a master
+          that dies keeps, core/salvage.py), so the cost of appending reads off beside it. Side by
           side: every piece kept until the end and merged then, as the master did before it merged
           as reports came. Goal <= 5 %.
   size    WINDOWS 1-second windows x NAMES request names through the real writers: the bytes of
@@ -266,13 +268,20 @@ def master(args: argparse.Namespace) -> None:
           f"report intervals of {REPORT_S} s: {pieces} window pieces "
           f"({pieces / args.intervals:.0f} per interval)")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        for label, cls in (
+
+        def journaled() -> Windows:  # what the plugin runs: sealed windows appended as they seal
+            w = Windows()
+            w.journal_to(Path(tmp) / folder.LATENCY_WINDOWS_SEALED_CSV)
+            return w
+
+        for label, make in (
             ("merged as reports come", Windows),
+            ("merged, sealed ones appended", journaled),
             ("all kept until the end", KeptToTheEnd),
         ):
             runs = []
             for _ in range(args.repeats):
-                windows = cls()
+                windows = make()
                 t = time.process_time()
                 for interval in reports:
                     for report in interval:

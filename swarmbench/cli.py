@@ -422,6 +422,12 @@ def _history(sub) -> None:
         a = actions.add_parser(name, help=what)
         if name == "add":
             a.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
+            a.add_argument(
+                "--partial",
+                action="store_true",
+                help="add runs whose master was lost too (run.json `master_lost`: the runner wrote "
+                "their record from what survived; refused without this)",
+            )
         else:
             a.add_argument("folder", type=Path, metavar="DIR", help="a folder holding run folders")
         a.add_argument("--branch", help="the git branch the runs measured (default: each run.json's)")

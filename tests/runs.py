@@ -141,7 +141,10 @@ def assert_summary_last(stdout: str, run_dir: Path, code: int = 0, status: str =
     ], shown
     for name, requests, failures, _rps, *latencies in shown:
         [row] = [r for r in rows.values() if r[C.NAME] == name]
-        assert (int(requests), int(failures)) == (int(row[C.REQUEST_COUNT]), int(row[C.FAILURE_COUNT]))
+        assert (int(requests.replace(",", "")), int(failures.replace(",", ""))) == (
+            int(row[C.REQUEST_COUNT]),
+            int(row[C.FAILURE_COUNT]),
+        )  # the one display rule (core/figures.py show_count): thousands separated
         file = [float(exact[name][c]) for c in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
         assert [float(v) for v in latencies] == file, (name, latencies, file)
     return block

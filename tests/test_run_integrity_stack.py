@@ -121,6 +121,32 @@ def test_stack_worker_killed_is_degraded_exit_4_naming_it(docker_compose, tmp_pa
 
 
 @pytest.mark.docker
+def test_stack_master_killed_leaves_the_runners_record_exit_6(docker_compose, tmp_path):
+    """`docker kill` of the master (an OOM kill, a node lost): the runner writes the record from what
+    survived (core/salvage.py), status interrupted with the reason, exit MASTER_LOST, never "older
+    than run status". Written with the LOCAL=1 test (test_master_lost.py); not run there (docker)."""
+    import json
+
+    from swarmbench.core import folder
+
+    env = stack_env(tmp_path, LOCUST_RUN_TIME="40s")
+    log = tmp_path / "run.log"
+
+    def kill_the_master(project: str) -> None:
+        time.sleep(8)  # windows sealed: some exact counts to keep
+        subprocess.run(["docker", "kill", containers(project, "master")[0]], check=True, capture_output=True)
+
+    code = headless_with_fault(env, log, kill_the_master)
+    [run_dir] = [p.parent for p in (tmp_path / "results").glob(f"*/{folder.MANIFEST}")]
+    m = json.loads((run_dir / folder.MANIFEST).read_text())
+    assert (code, m["status"], m["exit_code"]) == (exits.MASTER_LOST, "interrupted", exits.MASTER_LOST)
+    assert m["master_lost"]["reason"].startswith("the master exited with 137 at ")
+    assert m["master_lost"]["oom_killed"] is False and m["master_lost"]["sealed_windows"] > 0
+    assert (run_dir / folder.REPORT_HTML).is_file() and (run_dir / folder.STATS_CSV).is_file()
+    assert "older than run status" not in log.read_text()
+
+
+@pytest.mark.docker
 def test_stack_ctrl_c_of_swarmbench_headless_exits_130_with_an_exact_interrupted_run(
     docker_compose, tmp_path
 ):

@@ -206,6 +206,25 @@ def test_the_terminal_prints_locusts_maximum_to_the_microsecond_as_the_page_does
     assert "25.052" in render(folder) and "25.0522" not in render(folder)
 
 
+def test_the_terminal_and_the_page_print_every_figure_of_a_row_alike() -> None:
+    """One display rule (core/figures.py): requests, failures, req/s and latencies, cell for cell."""
+    import re
+
+    from swarmbench.core.answer import read_answer, summary_text
+    from swarmbench.page.run import names_table
+
+    answer = read_answer(SHOWCASE[0])
+    text = summary_text(answer)
+    page = names_table(answer.names, "t")
+    for n in answer.names:
+        line = next(x for x in text.splitlines() if x.startswith(n.name + " "))
+        terminal = re.split(r"\s{2,}", line.strip())[1:]
+        row = re.search(rf"<td>{re.escape(n.name)}</td><td>[^<]*</td>(.*?)</tr>", page)
+        assert row is not None
+        assert terminal == re.findall(r'<td class="n">([^<]*)</td>', row.group(1)), n.name
+    assert any("," in cell for cell in terminal), "the showcase's Aggregated count has thousands"
+
+
 def test_rows_are_immutable_and_compare_hash_and_print_by_their_fields() -> None:
     run = RunFolder.open(SHOWCASE[0])
     row, again = run.aggregated, RunFolder.open(SHOWCASE[0]).aggregated

@@ -129,11 +129,17 @@ def read_side(path: Path) -> list[RunData]:
     for folder in run_folders(path):
         manifest = RunManifest.read(folder / MANIFEST) if (folder / MANIFEST).is_file() else RunManifest()
         if manifest.partial:
-            warnings.warn(f"{folder}: left out, status {manifest.status}", CompareWarning, stacklevel=2)
+            lost = manifest.master_lost
+            why = f" ({lost.reason}: a record written from what survived)" if lost else ""
+            warnings.warn(
+                f"side {path}: {folder}: partial, left out: status {manifest.status}{why}",
+                CompareWarning,
+                stacklevel=2,
+            )
             continue
         out.append(read_run(folder, manifest))
     if not out:
-        raise InputError(path, "no complete run")
+        raise InputError(path, "no complete run (this side is partial: see the warnings above)")
     return out
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
-from swarmbench.core.figures import number, show_ms
+from swarmbench.core.figures import number, show_count, show_ms, show_rate
 from swarmbench.core.manifest import (
     COMPLETE,
     DEGRADED,
@@ -91,7 +91,13 @@ class Answer:
         return next((n for n in self.names if n.name == AGGREGATED), None)
 
     def status_line(self) -> str:
-        return STATUS_WORDS.get(self.status or "", self.status or "unknown (a harness older than run status)")
+        if self.status:
+            return STATUS_WORDS.get(self.status, self.status)
+        if not (self.folder / folder.MANIFEST).is_file() and self.manifest.schema_version is None:
+            if (self.folder / folder.LIVE_JSON).is_file():  # the master's status, never removed
+                return "unknown: no run.json, and a live status left behind (the master died mid-run)"
+            return "unknown: no run.json (the run did not end cleanly, or is not a Swarmbench run)"
+        return "unknown (a harness older than run status)"
 
 
 def read_answer(run_dir: Path, manifest: RunManifest | None = None) -> Answer:
@@ -151,13 +157,28 @@ def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
             "as the server (more workers, or fewer users per worker)"
         )
     events = manifest.events or []
-    lost = [e for e in events if e.kind in (WORKER_MISSING, WORKER_QUIT)]
-    if lost:
+    gone = [e for e in events if e.kind in (WORKER_MISSING, WORKER_QUIT)]
+    if gone:
         out.append(
-            "load generators lost: " + "; ".join(f"{e.detail or e.kind} at {e.t_s or 0:.0f} s" for e in lost)
+            "load generators lost: " + "; ".join(f"{e.detail or e.kind} at {e.t_s or 0:.0f} s" for e in gone)
         )
     if any(e.kind == TARGET_UNREACHABLE for e in events):
         out.append("the target stopped answering for part of the run (see the events)")
+    lost = manifest.master_lost
+    if lost is not None:
+        out.append(
+            f"the master was lost ({lost.reason}): this record was written by the runner from what "
+            f"survived; sealed windows: {lost.difference}"
+        )
+        status = lost.live
+        if status is not None:
+            out.append(
+                f"the last live status, at {status.elapsed_s or 0:.0f} s ({status.latency}, so far, not the "
+                f"run's end): {status.requests} requests, {status.failures} failures, "
+                f"p50 {show_ms(status.p50_ms)} ms, p95 {show_ms(status.p95_ms)} ms, "
+                f"p99 {show_ms(status.p99_ms)} ms"
+            )
+        out += [f"missing: {m}" for m in lost.missing or []]
     if manifest.status in (INTERRUPTED, DEGRADED, FAILED):
         out.append(f"partial run: {STATUS_WORDS[manifest.status]}")
     total = next((n for n in names if n.name == AGGREGATED), None)
@@ -177,7 +198,7 @@ def summary_text(answer: Answer, page: Path | None = None, exit_code: int | None
     rows = [head]
     for n in answer.names:
         rows.append(
-            (n.name, str(n.requests), str(n.failures), "-" if math.isnan(n.rps) else f"{n.rps:.2f}",
+            (n.name, show_count(n.requests), show_count(n.failures), show_rate(n.rps),
              show_ms(n.p50_ms), show_ms(n.p95_ms), show_ms(n.p99_ms), show_ms(n.max_ms))
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

@@ -4,12 +4,12 @@ one way every command stops on bad input.
 Exit codes: one set for `python -m swarmbench`, the Locust plugin and CI.
 
 Locust's own codes come first (0 and 1 are Locust's, 2 is argparse's); Swarmbench adds its own
-above them (3, 4, 5) so CI can tell "the system under test is too slow" from "the run itself went
+above them (3, 4, 5, 6) so CI can tell "the system under test is too slow" from "the run itself went
 wrong". The docs list them in ONE table, docs/ci.md "Exit codes"; tests/test_docs.py fails when that
 table and the int constants here disagree, so a new code here needs its row there.
 
 When several apply, the first of these wins (`run_exit_code`, with the run statuses in
-core/manifest.py): interrupted (130/143) > failed (5) >
+core/manifest.py): interrupted (130/143) > the master lost (6) > failed (5) >
 degraded (4, unless --allow-degraded) > thresholds (3) > Locust's own (1 when requests failed).
 A stopped run says so first (CI should not report a verdict on a run someone cancelled); a run that
 served nothing says so before anything about its numbers; a run whose load generators or target
@@ -50,6 +50,11 @@ down applies)."""
 
 RUN_FAILED = 5
 """run.json status `failed`: nothing or almost nothing was served (core/health.py's rule)."""
+
+MASTER_LOST = 6
+"""run.json status `interrupted` written by the runner, not the master: the master died mid-run
+(SIGKILL, an OOM kill, its node lost) before it wrote the run's record; the runner wrote it from
+what survived (core/salvage.py: the last live status, Locust's CSVs, the sealed windows)."""
 
 INTERRUPTED_SIGINT = 128 + signal.SIGINT
 """130: stopped by Ctrl-C (the shell's convention for a process ended by SIGINT)."""

@@ -1,4 +1,5 @@
-"""A run folder's cells as numbers, and a latency as every output prints it: one parser, one rounding.
+"""A run folder's cells as numbers, and a latency, a count and a rate as every output prints them: one
+parser, one rounding (show_ms, show_count, show_rate: the terminal's summary and the run page alike).
 
 Used by the terminal (core/answer.py), the run page (page/run.py), the thresholds' text and JUnit
 file (core/checks.py) and every reader of a run folder (core/runfolder.py).
@@ -70,3 +71,18 @@ def show_ms(value: float | None) -> str:
         return "-"
     text = f"{value:.{MS_DECIMALS}f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+def show_count(value: float | None) -> str:
+    """A count as every output prints it: whole, thousands separated (12,345); `-` for no value."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{int(value):,}"
+
+
+def show_rate(value: float | None) -> str:
+    """A rate (req/s) as every output prints it: one decimal, thousands separated (1,234.5); `-` for
+    no value. Locust's Requests/s is a float with noise past that (412.33333333)."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:,.1f}"

@@ -37,6 +37,10 @@ LATENCY_HDR_JSON = f"{CSV_PREFIX}_latency_hdr.json"
 """The same HDR histograms, encoded, so an analysis can merge runs exactly."""
 LATENCY_WINDOWS_CSV = f"{CSV_PREFIX}_latency_windows.csv"
 """The same per 1-second window from the test start, each row with its encoded histogram."""
+LATENCY_WINDOWS_SEALED_CSV = f"{CSV_PREFIX}_latency_windows.sealed.csv"
+"""While the run goes: each window's rows of LATENCY_WINDOWS_CSV appended as the master seals it, so
+a master that dies loses at most the windows still open (core/salvage.py reads it back); removed
+when the run's own files are written."""
 RUNNER_LOG = "swarmbench.log"
 """The containers' logs of a headless run (master and workers, as `docker compose logs` gives them),
 kept by the host runner: the terminal shows a progress line and a summary instead (`--verbose`

@@ -23,6 +23,7 @@ from typing import Any
 
 from swarmbench.core.checks import EXACT
 from swarmbench.core.exits import InputError
+from swarmbench.core.figures import show_ms
 from swarmbench.core.folder import LIVE_JSON
 
 FORMAT_VERSION = 1
@@ -84,7 +85,7 @@ class LiveStatus:
             parts.append(f"{self.workers}{expected} workers")
         share = f" ({self.failures / self.requests:.2%})" if self.requests and self.failures else ""
         parts += [f"{self.rps:.1f} req/s", f"{self.failures} failures{share}"]
-        p95 = "-" if self.p95_ms is None else f"{self.p95_ms:g} ms"
+        p95 = "-" if self.p95_ms is None else f"{show_ms(self.p95_ms)} ms"
         parts.append(f"p95 {p95} ({self.latency}, so far)")
         return " · ".join(parts)
 

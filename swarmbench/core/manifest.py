@@ -94,6 +94,7 @@ TARGET_UNREACHABLE = "target_unreachable"
 TARGET_BACK = "target_answering"
 STATS_RESET = "stats_reset"
 RUN_END = "run_end"
+MASTER_LOST = "master_lost"  # written by the runner (core/salvage.py): the master died first
 EVENT_KINDS = (
     WORKER_JOINED,
     USERS_SPAWNED,
@@ -105,6 +106,7 @@ EVENT_KINDS = (
     TARGET_BACK,
     STATS_RESET,
     RUN_END,
+    MASTER_LOST,
 )
 
 
@@ -537,6 +539,45 @@ class Bottleneck(Record):
     inputs: VerdictInputs | None = None
 
 
+# --- a master lost mid-run ------------------------------------------------------------------------
+
+
+@dataclass
+class LastLive(Record):
+    """`master_lost.live`: the last live status the master wrote (core/live.py), its figures exact
+    but only SO FAR (at most its interval old when the master died), not the run's end."""
+
+    elapsed_s: float | None = None  # the test's clock when it was written
+    users: int | None = count()
+    workers: int | None = count()
+    requests: int | None = count()
+    failures: int | None = count()
+    rps: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    latency: str | None = None  # exact (the HDR histograms so far) or rounded (Locust's)
+
+
+@dataclass
+class MasterLost(Record):
+    """`master_lost`: the master died before writing the run's record, so the runner wrote it from
+    what survived (core/salvage.py). Absent from every run whose master ended on its own."""
+
+    reason: str | None = None  # "the master exited with 137 at 18 s (OOM-killed ...)"
+    master_exit: int | None = None  # the master's exit code, as a shell reports it (137: SIGKILL)
+    oom_killed: bool | None = None  # Docker said State.OOMKilled (compose runs; None: not asked)
+    live: LastLive | None = None  # the last live status (core/live.py), exact figures SO FAR
+    live_note: str | None = None
+    sealed_windows: int | None = count()  # windows sealed (appended to disk) before the loss
+    sealed_requests: int | None = count()  # their Aggregated service-time count: exact up to there
+    sealed_failures: int | None = count()
+    csv_requests: int | None = count()  # Locust's locust_stats.csv count as last flushed
+    history_requests: int | None = count()  # locust_stats_history.csv's by the last sealed window's end
+    difference: str | None = None  # the two counts side by side, in words
+    missing: list[str] | None = None  # files a complete run has and this one does not, and why
+
+
 # --- exact latency ---------------------------------------------------------------------------------
 
 
@@ -782,6 +823,7 @@ class RunManifest(Record):
     # plugin/generator.py)
     generator_lag: GeneratorLag | None = None
     locustfile_sha256: str | None = None  # core/manifest.py: the load's code, for comparisons
+    master_lost: MasterLost | None = None  # the runner wrote this record: the master died (salvage.py)
 
     OMIT_WHEN_NONE = frozenset(
         {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
@@ -790,6 +832,7 @@ class RunManifest(Record):
         | {"generator_lag"}  # runs whose generators measured it (plugin/generator.py)
         | {"locustfile_sha256"}  # runs from before it was recorded
         | {"engine", "nodes"}  # set by the swarm runner only (runner/swarm.py)
+        | {"master_lost"}  # set by the runner when the master died (core/salvage.py)
     )
     """Optional sections: absent from run.json unless the run had them (a run outside a sweep has
     no `sweep` key, a run without thresholds no `checks`), as before this schema existed."""

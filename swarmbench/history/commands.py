@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from swarmbench.core.exits import UsageError
-from swarmbench.core.folder import create_run_dir
+from swarmbench.core.exits import InputError, UsageError
+from swarmbench.core.folder import MANIFEST, create_run_dir
+from swarmbench.core.manifest import RunManifest
 from swarmbench.history import record
 from swarmbench.history.store import (
     DEFAULT_PATH,
@@ -102,11 +103,30 @@ def given_load(items: list[str] | None) -> dict[str, Any] | None:
 
 
 def add(store: Store, args: argparse.Namespace) -> int:
-    """Add run folders (all or none: one transaction); each is said added or already stored."""
+    """Add run folders (all or none: one transaction); each is said added or already stored. A run
+    whose master was lost (its record the runner's, core/salvage.py) is refused unless --partial."""
+    if not getattr(args, "partial", False):
+        for run in args.runs:
+            lost = master_lost(run)
+            if lost:
+                raise UsageError(
+                    f"history add {run}: a partial run ({lost}); its record was written from what "
+                    "survived, not by its master: add it with --partial if you mean to"
+                )
     added = store.add_many(args.runs, branch=args.branch, testbed=args.testbed, load=given_load(args.load))
     for folder, new in zip(args.runs, added, strict=True):
         print(f"{'added' if new else 'already stored'}: {folder} -> {store.where}")
     return 0
+
+
+def master_lost(run: Path) -> str | None:
+    """The reason RUN's master was lost (run.json `master_lost`), or None (a run that ended on its
+    own, or a folder whose run.json cannot say: the store's reader names what is wrong with it)."""
+    try:
+        manifest = RunManifest.read(Path(run) / MANIFEST)
+    except InputError:
+        return None
+    return (manifest.master_lost.reason or "the master was lost") if manifest.master_lost else None
 
 
 def list_runs(store: Store, args: argparse.Namespace) -> int:

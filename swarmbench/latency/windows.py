@@ -276,6 +276,7 @@ class Windows:
         self.newest = -1
         self.version = 0  # bumped by every merge: a reader caching totals() knows when to recompute
         self.keysets: dict[tuple[Any, ...], tuple[Key, ...]] = {}  # checked key lists (KEYSETS_KEPT)
+        self.journal: Path | None = None  # where each sealing's lines are appended (journal_to)
 
     def __bool__(self) -> bool:
         return bool(self.piles or self.sealed)
@@ -379,9 +380,33 @@ class Windows:
         buffer = io.StringIO()
         csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in rows)
         self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
+        if self.journal is not None:
+            self._append(window)
         self.summary[window] = {
             r["kind"]: _short(r) for r in rows if r["name"] == AGGREGATED and not r["type"]
         }
+
+    def journal_to(self, path: Path) -> None:
+        """From now on append each window's lines to PATH as it is sealed (the header first, and the
+        windows sealed so far): what a master that dies has merged survives it, but for the windows
+        still open (folder.LATENCY_WINDOWS_SEALED_CSV, core/salvage.py reads it). A window a late
+        piece re-opens is appended again, whole: a reader keeps each window's last block."""
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerow(WINDOW_COLUMNS)
+            for window in sorted(self.sealed):
+                f.writelines(self.sealed[window])
+        self.journal = path
+
+    def _append(self, window: int) -> None:
+        """WINDOW's lines onto the journal: one open, write and close a window (one second of the
+        run), not kept open (a file handle per web-UI run would leak). A journal that cannot be
+        written is given up (the run's end writes the whole file anyway)."""
+        assert self.journal is not None
+        try:
+            with open(self.journal, "a", newline="", encoding="utf-8") as f:
+                f.writelines(self.sealed[window])
+        except OSError:
+            self.journal = None
 
     def _tally(self, window: int) -> Tally:
         """WINDOW's open entries counted per key, the ones filed since the last call added."""

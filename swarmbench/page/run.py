@@ -31,7 +31,7 @@ from swarmbench.core.atomic import write_atomic
 from swarmbench.core.bottleneck import GENERATOR_CPU_LIMIT_PCT
 from swarmbench.core.checks import AGGREGATED, EXACT
 from swarmbench.core.exits import InputError
-from swarmbench.core.figures import number, show_ms
+from swarmbench.core.figures import number, show_count, show_ms, show_rate
 from swarmbench.core.manifest import (
     COMPLETE,
     FAILED,
@@ -288,12 +288,11 @@ locust_latency_hdr.csv's values (at most three decimals, 26.959) print unchanged
 (a float with sub-microsecond noise, 25.05221299998084) prints 25.052; "-" for no value."""
 
 
-def count(value: float) -> str:
-    return f"{int(value):,}" if math.isfinite(value) else "-"
+count = show_count
+"""A count as every output shows it (core/figures.show_count)."""
 
-
-def rate(value: float) -> str:
-    return f"{value:,.1f}" if math.isfinite(value) else "-"
+rate = show_rate
+"""A rate as every output shows it (core/figures.show_rate)."""
 
 
 # --- the page -------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ Who does what:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -101,6 +102,7 @@ class Latency:
         self.enabled = True  # --exact-latency (options.py); off: nothing recorded, thresholds rounded
         self._totals: LatencyBook | None = None
         self.refused: set[str] = set()  # workers whose windows are of another wire version (said once)
+        self._journaled = False  # this run's sealed windows go to the run folder as they seal
 
     # --- set up and the test's clock -------------------------------------------------------------
 
@@ -233,12 +235,27 @@ class Latency:
         try:
             if isinstance(sent_t0, int | float) and sent_t0 != self.t0:  # sent before a reset reached it
                 shipment = rebase(shipment, float(sent_t0), self.t0)
+            if not self._journaled:
+                self._journal()
             self.windows.merge(shipment, where)
         except InputError as e:  # a generator of another version: its requests are not exact
             logger.error("exact latency: %s (its windows are left out)", e)
             return
         self.timeline.merge(report.get("timeline") or {})
         self._totals = None
+
+    def _journal(self) -> None:
+        """Sealed windows appended to the run folder as they seal (Windows.journal_to), once the
+        folder is there: a master that dies keeps them (core/salvage.py). Tried once per run; a
+        folder that cannot take it costs only that."""
+        run = self.plugin.run
+        if run is None or not run.run_dir or not run.run_dir.is_dir():
+            return  # no folder yet: tried again with the next report
+        self._journaled = True
+        try:
+            self.windows.journal_to(run.run_dir / folder.LATENCY_WINDOWS_SEALED_CSV)
+        except OSError as e:
+            logger.warning("exact latency: sealed windows not kept as they seal (%s)", e.strerror or e)
 
     def collect_local(self) -> None:
         """(standalone) This process's own samples into the run's windows."""
@@ -307,6 +324,8 @@ class Latency:
             book.write_csv(run.run_dir / folder.LATENCY_HDR_CSV)
             folder.write_json_atomic(run.run_dir / folder.LATENCY_HDR_JSON, book.to_json())
             self.windows.write_csv(run.run_dir / folder.LATENCY_WINDOWS_CSV)
+            with contextlib.suppress(OSError):  # the whole file is written: the journal is not needed
+                (run.run_dir / folder.LATENCY_WINDOWS_SEALED_CSV).unlink(missing_ok=True)
         self.shown = (book, self.windows.series("service"))
         self.reset()
 
@@ -314,6 +333,7 @@ class Latency:
         """A new set of windows; the live tab's cache goes with the old one (it is keyed by the
         Windows object's id, which a new object may reuse)."""
         self.windows, self.timeline, self._totals = Windows(), Timeline(), None
+        self._journaled = False
         self._live = self._series = None
 
 

@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,8 +204,11 @@ def run_headless(settings: Headless, verbose: bool = False) -> int:
         keeper = watchdog.start(
             compose_cmd(files=files), env, MASTER_STOP_TIMEOUT_S, results / LOGS_DIR / WATCHDOG_LOG
         )
+        oom, ended_at = False, None
         try:
             code = _up_and_wait(settings.workers, env, files, console)
+            ended_at = time.time()  # the test's clock when the master ended, for a lost master's record
+            oom = code not in KNOWN_CODES and master_oom_killed(env, files)
         except Interrupted as e:  # before the master ran (building, starting): nothing to save
             code = exits.interrupted(e.signum)
         finally:
@@ -213,6 +217,8 @@ def run_headless(settings: Headless, verbose: bool = False) -> int:
             console.phase("taking the stack down")
             _compose(env, files, "down", "--remove-orphans", "--timeout", "10", quiet=True)
             watchdog.dismiss(keeper)
+    # a master that died left no record: the runner writes it from what survived
+    code = console.salvage(code, ended_at=ended_at, oom_killed=oom)
     console.finish(code)
     return code
 
@@ -232,6 +238,27 @@ def refuse_a_running_master(env: dict[str, str], files: tuple[str, ...]) -> None
             f"run, or one whose runner was killed, being saved); wait for it, or stop it: "
             f"docker compose -p {project} down"
         )
+
+
+KNOWN_CODES = frozenset(
+    {exits.OK, exits.REQUESTS_FAILED, exits.CONFIG_ERROR, exits.THRESHOLDS_BROKEN, exits.DEGRADED}
+    | {exits.RUN_FAILED, exits.INTERRUPTED_SIGINT, exits.INTERRUPTED_SIGTERM}
+)
+"""The master's own exit codes: any other (137: SIGKILL) is a master that died, asked of Docker."""
+
+
+def master_oom_killed(env: dict[str, str], files: tuple[str, ...]) -> bool:
+    """Docker's State.OOMKilled of the master's container (False when it cannot say): read before
+    the stack comes down, which removes the container."""
+    ids = subprocess.run(
+        compose_cmd("ps", "--all", "-q", "master", files=files), env=env, capture_output=True, text=True
+    ).stdout.split()
+    if not ids:
+        return False
+    out = subprocess.run(
+        ["docker", "inspect", "--format", "{{.State.OOMKilled}}", ids[0]], capture_output=True, text=True
+    )
+    return out.stdout.strip() == "true"
 
 
 def _up_and_wait(workers: int, env: dict[str, str], files: tuple[str, ...], console: Console) -> int:

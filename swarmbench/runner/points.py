@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from swarmbench.core import cmdline, exits
+from swarmbench.core import cmdline, exits, salvage
 from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import MANIFEST, SWEEP_JSON, is_folder_name
 from swarmbench.core.launch import DEFAULT_LOCUSTFILE, DEFAULT_WORKERS_WAIT_S, Launch
@@ -500,6 +500,7 @@ class LocalRunner(PointRunner):
     _tmp: str | None = None
     _target: subprocess.Popen | None = None
     _master: subprocess.Popen | None = None
+    _run_dir: Path | None = None  # the point's run folder (where a lost master's record goes)
 
     def setup(self) -> None:
         import importlib.util
@@ -537,6 +538,7 @@ class LocalRunner(PointRunner):
     def start(self, p: Point, env: dict[str, str], log) -> None:
         mport = free_port()
         self.procs, self._target = [], None
+        self._run_dir = self.sweep_dir / p.id
         url = env["LOCUST_HOST"] if self.external_host else self._start_target(env, log)
         # The same command lines the image's entrypoint builds (swarmbench.core.launch).
         master = Launch(
@@ -586,6 +588,7 @@ class LocalRunner(PointRunner):
             code = master.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        code, ended_at = salvage.shell_code(code), time.time()
         # Workers quit with the master; give them a moment, then make sure nothing is left.
         for proc in self.procs[self.procs.index(master) + 1 :]:
             try:
@@ -593,6 +596,10 @@ class LocalRunner(PointRunner):
             except subprocess.TimeoutExpired:
                 _signal_group(proc, signal.SIGKILL)
         self._stop_target()
+        if self._run_dir is not None and salvage.lost(self._run_dir):
+            # The master died (SIGKILL, OOM) before writing the run's record: the runner writes it.
+            salvage.salvage(self._run_dir, code, ended_at=ended_at)
+            return exits.MASTER_LOST
         return code
 
     def stop(self) -> None:

@@ -337,6 +337,7 @@ def run_swarm(settings: Headless, verbose: bool = False) -> int:
             record(manifest, nodes)
         except InputError as e:  # left as the master wrote it; say so, never stop here
             print(f"swarmbench: warning: {e}: engine and nodes not recorded", file=sys.stderr)
+    code = console.salvage(code)  # a master that died left no record: the runner writes it
     console.finish(code)
     return code
 

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from swarmbench.core import exits
+from swarmbench.core import exits, salvage
 from swarmbench.core.answer import read_answer, summary_text
 from swarmbench.core.folder import LIVE_JSON, LOGS_DIR, MANIFEST, REPORT_HTML, RUNNER_LOG
 from swarmbench.core.live import LiveStatus, read_live
@@ -235,6 +235,26 @@ class Console:
         if not made and self.live_path is not None and self.live_path.parent.is_dir():
             made = [self.live_path.parent]
         return made
+
+    def salvage(self, code: int, ended_at: float | None = None, oom_killed: bool = False) -> int:
+        """After the master ended with CODE: a run folder it left without run.json (its live status
+        there, no record: it died mid-run) gets its record from what survived (core/salvage.py),
+        and the run's code becomes MASTER_LOST; CODE otherwise. ENDED_AT: when the master was seen
+        ended (epoch seconds); OOM_KILLED: Docker said so."""
+        if self.live_path is None:
+            self.live()  # one last look: a master that died within the first poll
+        run_dir = self.live_path.parent if self.live_path is not None else None
+        if run_dir is None or not salvage.lost(run_dir):
+            return code
+        m = salvage.salvage(run_dir, code, ended_at=ended_at, oom_killed=oom_killed)
+        if m is None or m.master_lost is None:
+            return code
+        self.say(
+            f"swarmbench: {m.master_lost.reason}; the runner wrote the run's record from what survived "
+            f"(status interrupted, exit code {exits.MASTER_LOST})",
+            err=True,
+        )
+        return exits.MASTER_LOST
 
     def finish(self, code: int) -> None:
         """After the stack is down: the log's tail when the run failed, the log into the run folder,
