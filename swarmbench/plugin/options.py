@@ -195,6 +195,18 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
             "thresholds then use Locust's rounded percentiles and say so. Always on with --arrival-rate."
         ),
     )
+    _add(
+        g,
+        "--metrics-port",
+        env_var="SWARMBENCH_METRICS_PORT",
+        default="",
+        metavar="PORT",
+        help=(
+            "Serve Prometheus metrics at http://HOST:PORT/metrics from the master (or a standalone "
+            "process): the exact merged percentiles so far and of the last sealed window, counts, "
+            "users, workers (docs/live.md). Default: off."
+        ),
+    )
     for name, help_text in (
         ("id", "Sweep this run belongs to (recorded in run.json's `sweep`)."),
         ("mode", f"Sweep scaling mode: {' or '.join(SWEEP_MODES)} (total users / users per worker fixed)."),

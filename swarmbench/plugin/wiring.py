@@ -17,7 +17,8 @@ Locust calls the listeners of one event in registration order, and the order mat
     init_command_line_parser  options.add_options (one "Swarmbench options" group)
     init                      0. open model (openmodel.py): parse --arrival-rate (a bad value stops
                                  the run before a folder exists); generators install the pool
-                              1. validate: wait time, thresholds, headers, mix/sweep/steps -- a bad
+                              1. validate: wait time, thresholds, headers, mix/sweep/steps, the
+                                 metrics port (bound and served from here on: metrics.py) -- a bad
                                  value stops the run before anything exists
                               2. headers on the load generators' user classes; their values
                                  redacted from every log handler
@@ -77,6 +78,7 @@ from swarmbench.plugin import checks, ending, generator, lifecycle, openmodel, o
 from swarmbench.plugin.latency import Latency
 from swarmbench.plugin.lifecycle import Run
 from swarmbench.plugin.live import Live
+from swarmbench.plugin.metrics import Metrics
 from swarmbench.plugin.options import die
 
 # --- web-UI runs are runs -------------------------------------------------------------------------
@@ -136,6 +138,7 @@ class Swarmbench:
         self.open_model = openmodel.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
         self.live = Live(self)  # a headless run's live status for the host runner (plugin/live.py)
+        self.metrics = Metrics(self)  # /metrics for Prometheus (plugin/metrics.py)
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
         self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
@@ -204,6 +207,7 @@ class Swarmbench:
         self.headers = options.load(opts)
         headers.install_redaction(self.headers)  # their values never reach a log line (headers.py)
         lifecycle.validate(opts, environment)
+        self.metrics.on_init(environment, runner)  # the port bound now: one in use stops the run here
         # 2. a master sends no requests; it only records the header names
         if self.headers and not isinstance(runner, MasterRunner):
             options.install_all(environment, self.headers)
