@@ -128,15 +128,22 @@ def latency_families(book: LatencyBook, sums_ms: Callable[[str, str], float]) ->
     return [summary, histogram]
 
 
-def last_sealed(windows: Windows) -> tuple[int, list[dict[str, str]]] | None:
-    """The newest sealed window and its service-time rows (per name and Aggregated), as
-    locust_latency_windows.csv will hold them; None before the first is sealed."""
-    done = [w for w in windows.sealed if w not in windows.piles]
-    if not done:
-        return None
-    window = max(done)
+def sealed_windows(windows: Windows) -> list[int]:
+    """The windows sealed so far (exact: no piece of them can still come), oldest first."""
+    return sorted(w for w in windows.sealed if w not in windows.piles)
+
+
+def sealed_rows(windows: Windows, window: int) -> list[dict[str, str]]:
+    """A sealed WINDOW's service-time rows (per name and Aggregated), as locust_latency_windows.csv
+    will hold them: read back from the lines sealing made (nothing is counted again)."""
     rows = [dict(zip(WINDOW_COLUMNS, line, strict=True)) for line in csv.reader(windows.sealed[window])]
-    return window, [r for r in rows if r["kind"] == SERVICE]
+    return [r for r in rows if r["kind"] == SERVICE]
+
+
+def last_sealed(windows: Windows) -> tuple[int, list[dict[str, str]]] | None:
+    """The newest sealed window and its rows; None before the first is sealed."""
+    done = sealed_windows(windows)
+    return (done[-1], sealed_rows(windows, done[-1])) if done else None
 
 
 def window_families(sealed: tuple[int, list[dict[str, str]]] | None) -> list[Family]:

@@ -162,6 +162,29 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
     )
     _add(
         g,
+        "--abort-on-fail",
+        env_var="LOCUST_ABORT_ON_FAIL",
+        action="store_true",
+        default=False,
+        help=(
+            "Check the thresholds (--check) live, on each sealed 1 s window's exact figures merged "
+            "over every worker, and stop the whole run at the first window that breaks one: saved "
+            "complete with status 'aborted', exit code 3 (k6's abortOnFail). Needs --check."
+        ),
+    )
+    _add(
+        g,
+        "--abort-grace",
+        env_var="LOCUST_ABORT_GRACE",
+        default="10s",
+        metavar="DURATION",
+        help=(
+            "With --abort-on-fail: windows of the first DURATION of the test are not checked "
+            "(the ramp-up; k6's delayAbortEval). Default: 10s."
+        ),
+    )
+    _add(
+        g,
         "--allow-degraded",
         env_var="LOCUST_ALLOW_DEGRADED",
         action="store_true",

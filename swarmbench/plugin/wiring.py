@@ -33,7 +33,8 @@ Locust calls the listeners of one event in registration order, and the order mat
                               (below); start the run's clock, CSVs and samplers; host CPU
                               sampling; load generators restart their CPU clock and event-loop
                               lag probe (generator.py); every process: our SIGINT/SIGTERM handlers
-                              (ending.py); exact latency (latency.py) counts windows from the
+                              (ending.py); --abort-on-fail's live thresholds (slo.py); exact
+                              latency (latency.py) counts windows from the
                               run's start, which the master sends the workers; pacing counts from
                               zero; a headless run's live status for the host runner
                               (live.py), every 2 s until its folder is written (then removed)
@@ -80,6 +81,7 @@ from swarmbench.plugin.lifecycle import Run
 from swarmbench.plugin.live import Live
 from swarmbench.plugin.metrics import Metrics
 from swarmbench.plugin.options import die
+from swarmbench.plugin.slo import LiveChecks
 
 # --- web-UI runs are runs -------------------------------------------------------------------------
 
@@ -139,6 +141,7 @@ class Swarmbench:
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
         self.live = Live(self)  # a headless run's live status for the host runner (plugin/live.py)
         self.metrics = Metrics(self)  # /metrics for Prometheus (plugin/metrics.py)
+        self.slo = LiveChecks(self)  # --abort-on-fail: thresholds checked live (plugin/slo.py)
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
         self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
@@ -159,6 +162,7 @@ class Swarmbench:
                     lat.on_test_start,
                     pace.on_test_start,
                     live.on_test_start,
+                    self.slo.on_test_start,
                 ),
             ),
             (events.worker_connect, (lat.on_worker_connect,)),
@@ -204,6 +208,7 @@ class Swarmbench:
             except ValueError as e:
                 die(f"--wait-time/LOCUST_WAIT_TIME: {e}")
             self.checks = checks.validate(opts)
+            self.slo.validate(environment, runner, self.checks)
         self.headers = options.load(opts)
         headers.install_redaction(self.headers)  # their values never reach a log line (headers.py)
         lifecycle.validate(opts, environment)
@@ -375,7 +380,9 @@ class Swarmbench:
                 environment.process_exit_code = exits.interrupted(self.signals.received)
             return
         if self.checks:
-            self.outcomes = checks.finish(run, self.checks, environment, self.latency.totals())
+            self.outcomes = checks.finish(
+                run, self.checks, environment, self.latency.totals(), self.slo.broken
+            )
         if self.headers:
             run.manifest.request_headers = sorted(self.headers)  # names only, never values
         lifecycle.settle_exit_code(run, environment.parsed_options.allow_degraded)
