@@ -25,6 +25,9 @@ reads within ~13 % of the exact figure; coarser loses the tail, finer multiplies
 BUCKET_BOUNDS_S = tuple(10 ** (k / BUCKETS_PER_DECADE) / 1000 for k in range(-10, 51))
 """The buckets' upper bounds: 0.1 ms .. 100 s (61 bounds, then +Inf)."""
 
+BUCKET_LABELS = tuple(f"{bound:.6g}" for bound in BUCKET_BOUNDS_S)
+"""Their `le` label values (6 significant digits: 0.000125893 for 10^-3.9 ms)."""
+
 
 def parse_port(text: str) -> int | None:
     """--metrics-port's value: None when empty (no endpoint), else a port 1..65535; ValueError
@@ -70,6 +73,12 @@ class Family:
 
     def add(self, labels: Labels, value: float, suffix: str = "") -> None:
         self.lines.append(sample(self.name + suffix, labels, value))
+
+    def add_series(self, suffix: str, labels: Labels, last: str, pairs: Iterable[tuple[str, int]]) -> None:
+        """Many samples differing in one label LAST only (a histogram's `le`), each (its value, the
+        count): the other labels escaped once, not once a sample."""
+        head = self.name + suffix + "{" + "".join(f'{k}="{escape(v)}",' for k, v in labels) + last + '="'
+        self.lines.extend(f'{head}{value}"}} {count}' for value, count in pairs)
 
     def text(self) -> str:
         head = f"# HELP {self.name} {self.help}\n# TYPE {self.name} {self.kind}\n"

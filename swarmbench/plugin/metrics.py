@@ -29,12 +29,13 @@ from __future__ import annotations
 import csv
 import logging
 import math
-from bisect import bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import accumulate
 from typing import Any
 
 from gevent.pywsgi import WSGIServer
+from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 from locust.runners import (
     STATE_CLEANUP,
@@ -50,8 +51,15 @@ from locust.runners import (
 )
 
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.core.exposition import BUCKET_BOUNDS_S, CONTENT_TYPE, Family, document, parse_port
-from swarmbench.latency.histogram import LatencyBook, bucket_index, bucket_percentiles, buckets
+from swarmbench.core.exposition import (
+    BUCKET_BOUNDS_S,
+    BUCKET_LABELS,
+    CONTENT_TYPE,
+    Family,
+    document,
+    parse_port,
+)
+from swarmbench.latency.histogram import LatencyBook, bucket_index
 from swarmbench.latency.windows import WINDOW_COLUMNS, Windows
 from swarmbench.plugin.options import die
 
@@ -88,6 +96,38 @@ def _labels(request_type: str, name: str) -> tuple[tuple[str, str], ...]:
     return (("type", request_type), ("name", name))
 
 
+BOUND_INDICES = tuple(bucket_index(round(bound * 1_000_000)) for bound in BUCKET_BOUNDS_S)
+"""Each classic bucket's bound as an HDR counts index: a sample counts under `le` when its HDR bucket
+is the bound's or below (within HDR's 0.1 %)."""
+
+
+def scan(hist: HdrHistogram, percentiles: list[float]) -> tuple[list[int], dict[float, int]]:
+    """HIST's running count at each BOUND_INDICES, and {percentile: value in µs} (bucket_percentiles'
+    values, hdrh's method), in one pass over its counts array in slices between the bounds: C-level
+    sums, no Python step per bucket (a histogram of 10,000 distinct buckets: ~1 ms, where decoding
+    its buckets took ~8)."""
+    counts, total = hist.counts, hist.get_total_count()
+    top = hist.get_counts_array_index(hist.max_value) + 1  # nothing counted above
+    targets = sorted((max(int(min(p, 100.0) * total / 100 + 0.5), 1), p) for p in percentiles)
+    cumulative: list[int] = []
+    values: dict[float, int] = {}
+    running = start = 0
+    for end in [*(min(i + 1, top) for i in BOUND_INDICES), top]:
+        if end <= start:
+            cumulative.append(running)
+            continue
+        part = counts[start:end]
+        reached = running + sum(part)
+        while targets and targets[0][0] <= reached:
+            target, p = targets.pop(0)
+            index = start + bisect_left(list(accumulate(part, initial=running))[1:], target)
+            value = hist.get_value_from_index(index)
+            values[p] = hist.get_highest_equivalent_value(value) if p else value
+        running, start = reached, end
+        cumulative.append(running)
+    return cumulative[: len(BOUND_INDICES)], values
+
+
 def latency_families(book: LatencyBook, sums_ms: Callable[[str, str], float]) -> list[Family]:
     """The run so far: the summary (exact quantiles, count, and _sum from SUMS_MS(type, name), Locust's
     exact sum of response times) and the classic histogram, per (type, name) and, in the summary,
@@ -105,24 +145,18 @@ def latency_families(book: LatencyBook, sums_ms: Callable[[str, str], float]) ->
     keyed = sorted((key[0], key[1]) for key in book.hists if key[2] == SERVICE)
     for request_type, name in [*keyed, ("", AGGREGATED)]:
         hist = book.hists[(request_type, name, SERVICE)] if request_type else book.aggregated(SERVICE)
-        indices, counts = buckets(hist)
-        if not indices:
+        total = hist.get_total_count()
+        if not total:
             continue
         labels = _labels(request_type, name)
-        values = bucket_percentiles(indices, counts, [q * 100 for q in QUANTILES])
+        cumulative, values = scan(hist, [q * 100 for q in QUANTILES])
         for q in QUANTILES:
             summary.add((*labels, ("quantile", f"{q:g}")), _seconds(values[q * 100] / 1000))
-        total = sum(counts)
         summary.add(labels, total, "_count")
         summary.add(labels, _seconds(sums_ms(request_type, name)), "_sum")
         if request_type:
-            running = list(accumulate(counts))
-            for bound in BUCKET_BOUNDS_S:
-                position = bisect_right(indices, bucket_index(int(bound * 1_000_000)))
-                histogram.add(
-                    (*labels, ("le", f"{bound:.6g}")), running[position - 1] if position else 0, "_bucket"
-                )
-            histogram.add((*labels, ("le", "+Inf")), total, "_bucket")
+            pairs = [*zip(BUCKET_LABELS, cumulative, strict=True), ("+Inf", total)]
+            histogram.add_series("_bucket", labels, "le", pairs)
             histogram.add(labels, total, "_count")
             histogram.add(labels, _seconds(sums_ms(request_type, name)), "_sum")
     return [summary, histogram]
