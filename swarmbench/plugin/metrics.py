@@ -29,13 +29,10 @@ from __future__ import annotations
 import csv
 import logging
 import math
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from itertools import accumulate
 from typing import Any
 
 from gevent.pywsgi import WSGIServer
-from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 from locust.runners import (
     STATE_CLEANUP,
@@ -60,6 +57,7 @@ from swarmbench.core.exposition import (
     parse_port,
 )
 from swarmbench.latency.histogram import LatencyBook, bucket_index
+from swarmbench.latency.scan import scan
 from swarmbench.latency.windows import WINDOW_COLUMNS, Windows
 from swarmbench.plugin.options import die
 
@@ -101,33 +99,6 @@ BOUND_INDICES = tuple(bucket_index(round(bound * 1_000_000)) for bound in BUCKET
 is the bound's or below (within HDR's 0.1 %)."""
 
 
-def scan(hist: HdrHistogram, percentiles: list[float]) -> tuple[list[int], dict[float, int]]:
-    """HIST's running count at each BOUND_INDICES, and {percentile: value in µs} (bucket_percentiles'
-    values, hdrh's method), in one pass over its counts array in slices between the bounds: C-level
-    sums, no Python step per bucket (a histogram of 10,000 distinct buckets: ~1 ms, where decoding
-    its buckets took ~8)."""
-    counts, total = hist.counts, hist.get_total_count()
-    top = hist.get_counts_array_index(hist.max_value) + 1  # nothing counted above
-    targets = sorted((max(int(min(p, 100.0) * total / 100 + 0.5), 1), p) for p in percentiles)
-    cumulative: list[int] = []
-    values: dict[float, int] = {}
-    running = start = 0
-    for end in [*(min(i + 1, top) for i in BOUND_INDICES), top]:
-        if end <= start:
-            cumulative.append(running)
-            continue
-        part = counts[start:end]
-        reached = running + sum(part)
-        while targets and targets[0][0] <= reached:
-            target, p = targets.pop(0)
-            index = start + bisect_left(list(accumulate(part, initial=running))[1:], target)
-            value = hist.get_value_from_index(index)
-            values[p] = hist.get_highest_equivalent_value(value) if p else value
-        running, start = reached, end
-        cumulative.append(running)
-    return cumulative[: len(BOUND_INDICES)], values
-
-
 def latency_families(book: LatencyBook, sums_ms: Callable[[str, str], float]) -> list[Family]:
     """The run so far: the summary (exact quantiles, count, and _sum from SUMS_MS(type, name), Locust's
     exact sum of response times) and the classic histogram, per (type, name) and, in the summary,
@@ -149,7 +120,7 @@ def latency_families(book: LatencyBook, sums_ms: Callable[[str, str], float]) ->
         if not total:
             continue
         labels = _labels(request_type, name)
-        cumulative, values = scan(hist, [q * 100 for q in QUANTILES])
+        cumulative, values = scan(hist, BOUND_INDICES, [q * 100 for q in QUANTILES])
         for q in QUANTILES:
             summary.add((*labels, ("quantile", f"{q:g}")), _seconds(values[q * 100] / 1000))
         summary.add(labels, total, "_count")
