@@ -162,7 +162,7 @@ def run_drill(d: Drill) -> Drill:
     """Start the stack, start a test, end it the path's way, then check the folder."""
     d.workdir.mkdir(parents=True, exist_ok=True)
     web = free_port()
-    settings = {"LOCUST_WEB_PORT": str(web)}
+    settings = {"LOCUST_WEB_PORT": str(web), "SWARMBENCH_METRICS_PORT": str(free_port())}
     if not d.ui:
         settings |= {"WORKERS": str(d.workers), "LOCUST_USERS": str(d.users), "LOCUST_RUN_TIME": "10m",
                      "LOCUST_SPAWN_RATE": str(d.users), "LOCUST_USER_CLASSES": d.user_class}  # fmt: skip

@@ -185,7 +185,10 @@ def _get_json(url: str) -> dict:
 
 def test_web_ui_shows_the_workers_and_runs_a_test(results, stack_name):
     port = free_port()
-    stack = Stack(stack_name, results, files=("docker-compose.yml",), LOCUST_WEB_PORT=str(port))
+    stack = Stack(
+        stack_name, results, files=("docker-compose.yml",), LOCUST_WEB_PORT=str(port),
+        SWARMBENCH_METRICS_PORT=str(free_port()),
+    )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
         stack.compose("up", "--build", "--detach", "--quiet-pull", "--scale", "worker=2")

@@ -194,7 +194,9 @@ def test_stack_target_stopped_mid_run_is_degraded_exit_4(docker_compose, tmp_pat
 @pytest.mark.docker
 def test_stack_web_ui_start_stop_is_a_saved_exact_run(docker_compose, tmp_path):
     web = free_port()
-    env = stack_env(tmp_path, LOCUST_WEB_PORT=str(web), LOCUST_STOP_TIMEOUT="1")
+    env = stack_env(
+        tmp_path, LOCUST_WEB_PORT=str(web), SWARMBENCH_METRICS_PORT=str(free_port()), LOCUST_STOP_TIMEOUT="1"
+    )
     results = tmp_path / "results"
     results.mkdir()
     from swarmbench.runner.compose import compose_cmd, prepare_results

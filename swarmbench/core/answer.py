@@ -20,6 +20,7 @@ from swarmbench.core.checks import AGGREGATED, EXACT, ROUNDED, Check, Outcome
 from swarmbench.core.exits import InputError
 from swarmbench.core.figures import number, show_count, show_ms, show_rate
 from swarmbench.core.manifest import (
+    ABORTED,
     COMPLETE,
     DEGRADED,
     FAILED,
@@ -48,6 +49,7 @@ STATUS_WORDS = {
     INTERRUPTED: "interrupted: stopped before its end (a signal, Ctrl-C or the stack stopped)",
     DEGRADED: "degraded: a load generator went missing or quit early, or the target stopped answering",
     FAILED: "failed: nothing or almost nothing was served",
+    ABORTED: "aborted: a threshold checked live (--abort-on-fail) was broken; stopped early",
 }
 """The status line of each run.json status (core/manifest.py STATUSES)."""
 
@@ -179,8 +181,10 @@ def warnings(manifest: RunManifest, names: list[NameAnswer]) -> list[str]:
                 f"p99 {show_ms(status.p99_ms)} ms"
             )
         out += [f"missing: {m}" for m in lost.missing or []]
-    if manifest.status in (INTERRUPTED, DEGRADED, FAILED):
+    if manifest.status in (INTERRUPTED, DEGRADED, FAILED, ABORTED):
         out.append(f"partial run: {STATUS_WORDS[manifest.status]}")
+    if manifest.aborted is not None and manifest.aborted.line:
+        out.append(f"stopped by a live threshold: {manifest.aborted.line}")
     total = next((n for n in names if n.name == AGGREGATED), None)
     if total is not None and total.failures:
         share = total.failures / total.requests if total.requests else 1.0

@@ -146,6 +146,38 @@ EXACT, ROUNDED = "exact", "rounded"
 """Where a latency threshold's number came from: the HDR histograms, or Locust's 2-digit buckets."""
 
 
+# --- a threshold on one window (live checks: plugin/slo.py) --------------------------------------
+
+
+def window_value(rows: list[dict[str, str]], check: Check, window_s: float) -> float | None:
+    """CHECK's metric in one window of WINDOW_S seconds, from its ROWS (locust_latency_windows.csv's
+    columns: type, name, count, failures, p50_ms .. max_ms): p50 .. max the row of its name (under
+    several request types, the worst), fail_ratio failures / count, rps count / WINDOW_S. None when
+    the window holds no request of its name."""
+    if check.name == AGGREGATED:
+        mine = [r for r in rows if not r["type"] and r["name"] == AGGREGATED]
+    else:
+        mine = [r for r in rows if r["type"] and r["name"] == check.name]
+    count = sum(int(r["count"]) for r in mine)
+    if not count:
+        return None
+    if check.metric == "fail_ratio":
+        return round(sum(int(r["failures"]) for r in mine) / count, 6)
+    if check.metric == "rps":
+        return round(count / window_s, 3)
+    column = "max_ms" if check.metric == "max" else f"p{PERCENTILE_METRICS[check.metric]:g}_ms"
+    return max(float(r[column]) for r in mine if int(r["count"]))
+
+
+def breach(rows: list[dict[str, str]], checks: list[Check], window_s: float) -> tuple[Check, float] | None:
+    """The first of CHECKS one window's ROWS break, with its figure; None when all hold."""
+    for check in checks:
+        measured = window_value(rows, check, window_s)
+        if measured is not None and not check.passes(measured):
+            return check, measured
+    return None
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One evaluated threshold. `measured` is None when there was nothing to measure."""

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from swarmbench.core.folder import utc_iso
 from swarmbench.core.manifest import (
+    ABORTED,
     COMPLETE,
     DEGRADED,
     FAILED,
@@ -80,6 +81,7 @@ class Health:
     signum: int | None = None  # the signal that interrupted the master or runner
     worker_signals: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # why the run is degraded
+    aborted: str | None = None  # the live threshold that stopped the run, as one line (plugin/slo.py)
     events: list[Event] = field(default_factory=list)
     timeline: list[WorkersPoint] = field(default_factory=list)
     states: dict[str, str] = field(default_factory=dict)
@@ -203,6 +205,8 @@ class Health:
         """run.json's status from what was seen (module docstring); TOTAL/FAILURES: final counts."""
         if self.signum is not None or (self.expected and len(self.worker_signals) >= self.expected):
             return INTERRUPTED
+        if self.aborted is not None:
+            return ABORTED
         if total == 0 or failures >= FAILED_RATIO * total:
             return FAILED
         if self.problems:
@@ -220,6 +224,8 @@ class Health:
         if status == INTERRUPTED:
             sig = self.interrupting_signal()
             return f"interrupted by {signal_name(sig) if sig else 'a signal'}"
+        if status == ABORTED:
+            return f"{ABORTED}: {self.aborted}"
         if status == FAILED:
             return (
                 f"{FAILED}: {failures} of {total} requests failed"

@@ -68,8 +68,10 @@ DEGRADED = "degraded"
 run, or the target stopped answering for part of it."""
 FAILED = "failed"
 """Nothing or almost nothing was served."""
+ABORTED = "aborted"
+"""A threshold checked live (--abort-on-fail) was broken in a sealed window: stopped early, saved whole."""
 
-STATUSES = (COMPLETE, INTERRUPTED, DEGRADED, FAILED)
+STATUSES = (COMPLETE, INTERRUPTED, DEGRADED, FAILED, ABORTED)
 """run.json `status` (core/health.py decides; docs/results.md "Run status")."""
 
 HEADLESS = "headless"
@@ -93,6 +95,7 @@ SIGNAL = "signal_received"
 TARGET_UNREACHABLE = "target_unreachable"
 TARGET_BACK = "target_answering"
 STATS_RESET = "stats_reset"
+CHECK_BROKEN = "check_broken"
 RUN_END = "run_end"
 MASTER_LOST = "master_lost"  # written by the runner (core/salvage.py): the master died first
 EVENT_KINDS = (
@@ -105,6 +108,7 @@ EVENT_KINDS = (
     TARGET_UNREACHABLE,
     TARGET_BACK,
     STATS_RESET,
+    CHECK_BROKEN,
     RUN_END,
     MASTER_LOST,
 )
@@ -117,6 +121,8 @@ def run_exit_code(run_status: str, signum: int | None, allow_degraded: bool, bas
         return exits.interrupted(signum)
     if run_status == FAILED:
         return exits.RUN_FAILED
+    if run_status == ABORTED:
+        return exits.THRESHOLDS_BROKEN
     if run_status == DEGRADED and not allow_degraded:
         return exits.DEGRADED
     return base
@@ -489,6 +495,19 @@ class CheckOutcome(Record):
 
 
 @dataclass
+class Abort(Record):
+    """`aborted`: the live threshold that stopped the run (--abort-on-fail), where it broke."""
+
+    expr: str | None = None  # the threshold (core/checks.py grammar)
+    name: str | None = None  # the request name it applies to (Aggregated: all)
+    metric: str | None = None
+    limit: float | None = None
+    window_s: int | None = None  # the sealed window that broke it, seconds from the test start
+    measured: float | None = None  # that window's exact merged figure (ms, a ratio, req/s)
+    line: str | None = None  # as the terminal, the page and junit.xml say it
+
+
+@dataclass
 class PacingClassInputs(Record):
     """One user class's pacing as the verdict used it (core/bottleneck.py): `cap` is the tasks/s its
     users can start at most (None: no cap known)."""
@@ -809,6 +828,7 @@ class RunManifest(Record):
     request_headers: list[str] | None = None  # names only, never values
     checks: list[CheckOutcome] | None = None  # the thresholds' outcomes
     checks_passed: bool | None = None
+    aborted: Abort | None = None  # the live threshold that stopped the run (status aborted)
     bottleneck: Bottleneck | None = None  # what limited the run (core/bottleneck.py)
     open_model: OpenModel | None = None  # --arrival-rate runs
     engine: str | None = None  # "swarm" for `make swarm`; absent for compose and local runs
@@ -827,6 +847,7 @@ class RunManifest(Record):
 
     OMIT_WHEN_NONE = frozenset(
         {"sweep", "albums_mix", "load_shape", "host_cpu", "request_headers", "checks", "checks_passed"}
+        | {"aborted"}  # runs a live threshold stopped (plugin/slo.py)
         | {"open_model"}  # --arrival-rate runs only (plugin/openmodel.py)
         | {"latency"}  # runs from before the exact latency files have none
         | {"generator_lag"}  # runs whose generators measured it (plugin/generator.py)

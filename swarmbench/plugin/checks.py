@@ -117,13 +117,18 @@ def evaluate(checks: list[Check], stats: RequestStats, book: LatencyBook | None 
 
 
 def finish(
-    run: Run, checks: list[Check], environment: Environment, book: LatencyBook | None = None
+    run: Run,
+    checks: list[Check],
+    environment: Environment,
+    book: LatencyBook | None = None,
+    live: Outcome | None = None,
 ) -> list[Outcome]:
     """Evaluate CHECKS on the final stats (and BOOK, the run's exact latency), record them in the run
-    (run.json, junit.xml) and set the exit code. Called at `quitting`: the stats are final there
-    (the plugin ends a distributed run only after the workers' last reports) and Locust reads the
-    exit code right after."""
-    outcomes = evaluate(checks, environment.stats, book)
+    (run.json, junit.xml) and set the exit code; LIVE, the live threshold that stopped the run
+    (plugin/slo.py), first. Called at `quitting`: the stats are final there (the plugin ends a
+    distributed run only after the workers' last reports) and Locust reads the exit code right
+    after."""
+    outcomes = ([live] if live is not None else []) + evaluate(checks, environment.stats, book)
     passed = all(o.passed for o in outcomes)
     run.manifest.checks = [o.record() for o in outcomes]
     run.manifest.checks_passed = passed

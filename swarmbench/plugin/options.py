@@ -162,6 +162,29 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
     )
     _add(
         g,
+        "--abort-on-fail",
+        env_var="LOCUST_ABORT_ON_FAIL",
+        action="store_true",
+        default=False,
+        help=(
+            "Check the thresholds (--check) live, on each sealed 1 s window's exact figures merged "
+            "over every worker, and stop the whole run at the first window that breaks one: saved "
+            "complete with status 'aborted', exit code 3 (k6's abortOnFail). Needs --check."
+        ),
+    )
+    _add(
+        g,
+        "--abort-grace",
+        env_var="LOCUST_ABORT_GRACE",
+        default="10s",
+        metavar="DURATION",
+        help=(
+            "With --abort-on-fail: windows of the first DURATION of the test are not checked "
+            "(the ramp-up; k6's delayAbortEval). Default: 10s."
+        ),
+    )
+    _add(
+        g,
         "--allow-degraded",
         env_var="LOCUST_ALLOW_DEGRADED",
         action="store_true",
@@ -193,6 +216,18 @@ def add_options(parser: LocustArgumentParser, **_kw: Any) -> None:
             "percentiles of run.json, the thresholds and the web UI's Exact latency tab). "
             "--no-exact-latency (LOCUST_EXACT_LATENCY=false) turns it off to measure its cost: "
             "thresholds then use Locust's rounded percentiles and say so. Always on with --arrival-rate."
+        ),
+    )
+    _add(
+        g,
+        "--metrics-port",
+        env_var="SWARMBENCH_METRICS_PORT",
+        default="",
+        metavar="PORT",
+        help=(
+            "Serve Prometheus metrics at http://HOST:PORT/metrics from the master (or a standalone "
+            "process): the exact merged percentiles so far and of the last sealed window, counts, "
+            "users, workers (docs/live.md). Default: off."
         ),
     )
     for name, help_text in (

@@ -17,7 +17,8 @@ Locust calls the listeners of one event in registration order, and the order mat
     init_command_line_parser  options.add_options (one "Swarmbench options" group)
     init                      0. open model (openmodel.py): parse --arrival-rate (a bad value stops
                                  the run before a folder exists); generators install the pool
-                              1. validate: wait time, thresholds, headers, mix/sweep/steps -- a bad
+                              1. validate: wait time, thresholds, headers, mix/sweep/steps, the
+                                 metrics port (bound and served from here on: metrics.py) -- a bad
                                  value stops the run before anything exists
                               2. headers on the load generators' user classes; their values
                                  redacted from every log handler
@@ -32,7 +33,8 @@ Locust calls the listeners of one event in registration order, and the order mat
                               (below); start the run's clock, CSVs and samplers; host CPU
                               sampling; load generators restart their CPU clock and event-loop
                               lag probe (generator.py); every process: our SIGINT/SIGTERM handlers
-                              (ending.py); exact latency (latency.py) counts windows from the
+                              (ending.py); --abort-on-fail's live thresholds (slo.py); exact
+                              latency (latency.py) counts windows from the
                               run's start, which the master sends the workers; pacing counts from
                               zero; a headless run's live status for the host runner
                               (live.py), every 2 s until its folder is written (then removed)
@@ -77,7 +79,9 @@ from swarmbench.plugin import checks, ending, generator, lifecycle, openmodel, o
 from swarmbench.plugin.latency import Latency
 from swarmbench.plugin.lifecycle import Run
 from swarmbench.plugin.live import Live
+from swarmbench.plugin.metrics import Metrics
 from swarmbench.plugin.options import die
+from swarmbench.plugin.slo import LiveChecks
 
 # --- web-UI runs are runs -------------------------------------------------------------------------
 
@@ -136,6 +140,8 @@ class Swarmbench:
         self.open_model = openmodel.ArrivalLoad(self)  # --arrival-rate's state (inactive without it)
         self.latency = Latency(self)  # every run's exact latency (plugin/latency.py)
         self.live = Live(self)  # a headless run's live status for the host runner (plugin/live.py)
+        self.metrics = Metrics(self)  # /metrics for Prometheus (plugin/metrics.py)
+        self.slo = LiveChecks(self)  # --abort-on-fail: thresholds checked live (plugin/slo.py)
         self.closer = ending.Closer()  # writes a web-UI run's folder, in its own greenlet
         self.leaving: set[str] = set()  # workers that said a signal is stopping them
         self.ending: gevent.Greenlet | None = None  # the master ending the run for leaving workers
@@ -156,6 +162,7 @@ class Swarmbench:
                     lat.on_test_start,
                     pace.on_test_start,
                     live.on_test_start,
+                    self.slo.on_test_start,
                 ),
             ),
             (events.worker_connect, (lat.on_worker_connect,)),
@@ -201,9 +208,11 @@ class Swarmbench:
             except ValueError as e:
                 die(f"--wait-time/LOCUST_WAIT_TIME: {e}")
             self.checks = checks.validate(opts)
+            self.slo.validate(environment, runner, self.checks)
         self.headers = options.load(opts)
         headers.install_redaction(self.headers)  # their values never reach a log line (headers.py)
         lifecycle.validate(opts, environment)
+        self.metrics.on_init(environment, runner)  # the port bound now: one in use stops the run here
         # 2. a master sends no requests; it only records the header names
         if self.headers and not isinstance(runner, MasterRunner):
             options.install_all(environment, self.headers)
@@ -371,7 +380,9 @@ class Swarmbench:
                 environment.process_exit_code = exits.interrupted(self.signals.received)
             return
         if self.checks:
-            self.outcomes = checks.finish(run, self.checks, environment, self.latency.totals())
+            self.outcomes = checks.finish(
+                run, self.checks, environment, self.latency.totals(), self.slo.broken
+            )
         if self.headers:
             run.manifest.request_headers = sorted(self.headers)  # names only, never values
         lifecycle.settle_exit_code(run, environment.parsed_options.allow_degraded)

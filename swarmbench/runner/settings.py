@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from swarmbench.core import cmdline
 from swarmbench.core.checks import CheckSyntaxError, parse_checks
 from swarmbench.core.exits import UsageError
+from swarmbench.core.exposition import parse_port
 from swarmbench.core.headers import HeaderSyntaxError, load_headers
 from swarmbench.core.launch import DEFAULT_RUN_TIME, DEFAULT_WORKERS
 from swarmbench.core.loadspec import parse_arrival_rate, parse_duration
@@ -218,6 +219,29 @@ def checks(name: str, value: str) -> list[str]:
         raise UsageError(f"{name}: {e}") from None
 
 
+TRUE_WORDS = ("1", "true", "yes", "on")
+"""What Locust's configuration reads as true in a flag's environment variable (configargparse)."""
+
+
+def live_settings(env: Mapping[str, str]) -> None:
+    """LOCUST_ABORT_ON_FAIL needs thresholds, LOCUST_ABORT_GRACE is a duration, SWARMBENCH_METRICS_PORT a
+    port: checked before an image is built or a container started (the plugin checks them again)."""
+    if (
+        env.get("LOCUST_ABORT_ON_FAIL", "").strip().lower() in TRUE_WORDS
+        and not env.get("LOCUST_CHECKS", "").strip()
+    ):
+        raise UsageError("LOCUST_ABORT_ON_FAIL needs thresholds to check: set LOCUST_CHECKS")
+    if env.get("LOCUST_ABORT_GRACE"):
+        try:
+            parse_duration(env["LOCUST_ABORT_GRACE"])
+        except ValueError as e:
+            raise UsageError(f"LOCUST_ABORT_GRACE: {e}") from None
+    try:
+        parse_port(env.get("SWARMBENCH_METRICS_PORT", ""))
+    except ValueError as e:
+        raise UsageError(f"SWARMBENCH_METRICS_PORT: {e}") from None
+
+
 def existing_file(name: str, value: str) -> str:
     path = Path(value)
     if not path.is_file():
@@ -277,6 +301,7 @@ def headless_from_env(env: Mapping[str, str], staging: bool = False, ui: bool = 
         container_host("LOCUST_HOST", host("LOCUST_HOST", env["LOCUST_HOST"]))
     if env.get("LOCUST_CHECKS"):
         checks("LOCUST_CHECKS", env["LOCUST_CHECKS"])
+    live_settings(env)
     check_arrival(env)
     headers = net = None
     if env.get("SWARMBENCH_HEADERS_FILE"):

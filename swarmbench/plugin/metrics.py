@@ -1,0 +1,311 @@
+"""`/metrics` on the master: the run as Prometheus scrapes it, on a port of its own
+(--metrics-port / SWARMBENCH_METRICS_PORT), from the master or a standalone process, headless or
+web UI.
+
+What it serves is what the master already holds (docs/live.md lists every name):
+
+    swarmbench_response_time_seconds        summary: the exact merged p50/p90/p95/p99 of the run
+                                            so far per (type, name) and Aggregated (the web UI's
+                                            tab, the live status, the final locust_latency_hdr.csv
+                                            come from the same histograms), _count and _sum
+    swarmbench_window_response_time_seconds the same of the last sealed 1 s window (exact: no
+                                            piece of it can still come)
+    swarmbench_response_time_histogram_seconds
+                                            a classic histogram, 10 log-spaced buckets a decade
+                                            from 0.1 ms to 100 s, counted from the HDR buckets:
+                                            histogram_quantile() and sums over names and time
+    swarmbench_requests_total / _failures_total per (type, name), Locust's counts
+    swarmbench_users, _workers, _workers_expected, _run_state, _generator_cpu_percent,
+    swarmbench_generator_lag_p99_seconds, swarmbench_arrival_dropped_total (open model)
+
+Scraping changes nothing the run measures: the master is one gevent loop, so a scrape runs between
+two reports, never during a merge, and holds no lock; it reads the histograms the live status
+reads (plugin/latency.py live_totals, recomputed only when a report came), and the latency part of
+the answer is kept until the next report (bench/bench_master_scale.py --scrape measures its cost).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from gevent.pywsgi import WSGIServer
+from locust.env import Environment
+from locust.runners import (
+    STATE_CLEANUP,
+    STATE_INIT,
+    STATE_MISSING,
+    STATE_RUNNING,
+    STATE_SPAWNING,
+    STATE_STOPPED,
+    STATE_STOPPING,
+    MasterRunner,
+    Runner,
+    WorkerRunner,
+)
+
+from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.exposition import (
+    BUCKET_BOUNDS_S,
+    BUCKET_LABELS,
+    CONTENT_TYPE,
+    Family,
+    document,
+    parse_port,
+)
+from swarmbench.latency.histogram import LatencyBook, bucket_index
+from swarmbench.latency.scan import scan
+from swarmbench.latency.windows import WINDOW_COLUMNS, Windows
+from swarmbench.plugin.options import die
+
+logger = logging.getLogger("swarmbench")
+
+PREFIX = "swarmbench_"
+
+QUANTILES = (0.5, 0.9, 0.95, 0.99)
+"""The summary's quantiles: the percentiles people set SLOs on (p99.9 needs more samples than a
+window holds; the run's is in locust_latency_hdr.csv)."""
+
+WINDOW_QUANTILE_COLUMNS = {0.5: "p50_ms", 0.9: "p90_ms", 0.95: "p95_ms", 0.99: "p99_ms"}
+"""A sealed window's row (latency/windows.py WINDOW_COLUMNS) column of each quantile."""
+
+STATES = (
+    STATE_INIT,
+    STATE_SPAWNING,
+    STATE_RUNNING,
+    STATE_STOPPING,
+    STATE_STOPPED,
+    STATE_CLEANUP,
+    STATE_MISSING,
+)
+"""Locust's runner states: swarmbench_run_state has one series each, 1 for the current one."""
+
+SERVICE = "service"
+
+
+def _seconds(ms: float) -> float:
+    return round(ms / 1000, 9)
+
+
+def _labels(request_type: str, name: str) -> tuple[tuple[str, str], ...]:
+    return (("type", request_type), ("name", name))
+
+
+BOUND_INDICES = tuple(bucket_index(round(bound * 1_000_000)) for bound in BUCKET_BOUNDS_S)
+"""Each classic bucket's bound as an HDR counts index: a sample counts under `le` when its HDR bucket
+is the bound's or below (within HDR's 0.1 %)."""
+
+
+def latency_families(book: LatencyBook, sums_ms: Callable[[str, str], float]) -> list[Family]:
+    """The run so far: the summary (exact quantiles, count, and _sum from SUMS_MS(type, name), Locust's
+    exact sum of response times) and the classic histogram, per (type, name) and, in the summary,
+    Aggregated (a quantile cannot be added up over names; the histogram and counters can)."""
+    summary = Family(
+        PREFIX + "response_time_seconds",
+        "summary",
+        "Exact response time of the run so far, merged over every generator (HDR, 3 significant digits).",
+    )
+    histogram = Family(
+        PREFIX + "response_time_histogram_seconds",
+        "histogram",
+        "Response times of the run so far in log-spaced buckets counted from the exact HDR histograms.",
+    )
+    keyed = sorted((key[0], key[1]) for key in book.hists if key[2] == SERVICE)
+    for request_type, name in [*keyed, ("", AGGREGATED)]:
+        hist = book.hists[(request_type, name, SERVICE)] if request_type else book.aggregated(SERVICE)
+        total = hist.get_total_count()
+        if not total:
+            continue
+        labels = _labels(request_type, name)
+        cumulative, values = scan(hist, BOUND_INDICES, [q * 100 for q in QUANTILES])
+        for q in QUANTILES:
+            summary.add((*labels, ("quantile", f"{q:g}")), _seconds(values[q * 100] / 1000))
+        summary.add(labels, total, "_count")
+        summary.add(labels, _seconds(sums_ms(request_type, name)), "_sum")
+        if request_type:
+            pairs = [*zip(BUCKET_LABELS, cumulative, strict=True), ("+Inf", total)]
+            histogram.add_series("_bucket", labels, "le", pairs)
+            histogram.add(labels, total, "_count")
+            histogram.add(labels, _seconds(sums_ms(request_type, name)), "_sum")
+    return [summary, histogram]
+
+
+def sealed_windows(windows: Windows) -> list[int]:
+    """The windows sealed so far (exact: no piece of them can still come), oldest first."""
+    return sorted(w for w in windows.sealed if w not in windows.piles)
+
+
+def sealed_rows(windows: Windows, window: int) -> list[dict[str, str]]:
+    """A sealed WINDOW's service-time rows (per name and Aggregated), as locust_latency_windows.csv
+    will hold them: read back from the lines sealing made (nothing is counted again)."""
+    rows = [dict(zip(WINDOW_COLUMNS, line, strict=True)) for line in csv.reader(windows.sealed[window])]
+    return [r for r in rows if r["kind"] == SERVICE]
+
+
+def last_sealed(windows: Windows) -> tuple[int, list[dict[str, str]]] | None:
+    """The newest sealed window and its rows; None before the first is sealed."""
+    done = sealed_windows(windows)
+    return (done[-1], sealed_rows(windows, done[-1])) if done else None
+
+
+def window_families(sealed: tuple[int, list[dict[str, str]]] | None) -> list[Family]:
+    """The last sealed window: its quantiles, count and failures per name and Aggregated, and which
+    window it is (seconds from the test start)."""
+    summary = Family(
+        PREFIX + "window_response_time_seconds",
+        "summary",
+        "Exact response time of the last sealed 1 s window, merged over every generator.",
+    )
+    failures = Family(PREFIX + "window_failures", "gauge", "Failed requests in the last sealed window.")
+    start = Family(
+        PREFIX + "window_start_seconds", "gauge", "The last sealed window's start, from the test start."
+    )
+    if sealed is not None:
+        window, rows = sealed
+        start.add((), window)
+        for row in rows:
+            labels = _labels(row["type"], row["name"])
+            for q, column in WINDOW_QUANTILE_COLUMNS.items():
+                summary.add((*labels, ("quantile", f"{q:g}")), _seconds(float(row[column])))
+            summary.add(labels, int(row["count"]), "_count")
+            failures.add(labels, int(row["failures"]))
+    return [summary, failures, start]
+
+
+def stats_families(env: Environment) -> list[Family]:
+    """Locust's counts per (type, name): what locust_stats.csv will say (counters: rate() works)."""
+    requests = Family(PREFIX + "requests_total", "counter", "Requests per type and name (Locust's counts).")
+    failures = Family(PREFIX + "failures_total", "counter", "Failed requests per type and name.")
+    for (name, method), entry in sorted(env.stats.entries.items()):
+        labels = _labels(method or "", name)
+        requests.add(labels, entry.num_requests)
+        failures.add(labels, entry.num_failures)
+    return [requests, failures]
+
+
+def run_families(runner: Runner, run: Any, dropped: int | None) -> list[Family]:
+    """Users, workers, the runner's state and each generator's health (CPU, event-loop lag)."""
+    users = Family(PREFIX + "users", "gauge", "Users running now.")
+    users.add((), int(runner.user_count))
+    state = Family(PREFIX + "run_state", "gauge", "Locust's runner state: 1 for the current one.")
+    for name in STATES:
+        state.add((("state", name),), int(runner.state == name))
+    families = [users, state]
+    info = Family(PREFIX + "run_info", "gauge", "The run being recorded (its folder's name).")
+    if run is not None:
+        info.add((("run_id", run.manifest.run_id or ""), ("started_from", run.started_from or "")), 1)
+    families.append(info)
+    if isinstance(runner, MasterRunner):
+        workers = Family(PREFIX + "workers", "gauge", "Connected load generators.")
+        workers.add((), runner.worker_count)
+        expected = Family(PREFIX + "workers_expected", "gauge", "Load generators the run expects.")
+        if run is not None and run.health.expected is not None:
+            expected.add((), run.health.expected)
+        cpu = Family(PREFIX + "generator_cpu_percent", "gauge", "Each worker's CPU use as it reports it.")
+        for client_id, node in sorted(runner.clients.items()):
+            cpu.add((("worker", client_id),), float(node.cpu_usage))
+        families += [workers, expected, cpu]
+    lag = Family(
+        PREFIX + "generator_lag_p99_seconds", "gauge", "Each generator's event-loop lag p99, run so far."
+    )
+    if run is not None:
+        for worker, whole in sorted(run.lag.whole.items()):
+            if isinstance(whole.get("p99_ms"), int | float):
+                lag.add((("worker", worker),), _seconds(whole["p99_ms"]))
+    families.append(lag)
+    drops = Family(
+        PREFIX + "arrival_dropped_total", "counter", "Open model: iterations that found no idle user."
+    )
+    if dropped is not None:
+        drops.add((), dropped)
+    families.append(drops)
+    return families
+
+
+class Metrics:
+    """The endpoint of this process (master or standalone): bound at init (a port in use stops the
+    run before anything exists), served until the process ends."""
+
+    def __init__(self, plugin: Any) -> None:
+        self.plugin = plugin  # the Swarmbench object: its env, run, latency, open model
+        self.server: WSGIServer | None = None
+        self.port: int | None = None
+        self._cached: tuple[Any, str] | None = None  # (what the latency part was made of, its text)
+        self.scrapes = 0
+
+    def on_init(self, environment: Environment, runner: Runner, **_kw: Any) -> None:
+        """Validate --metrics-port and bind it (master or standalone; workers serve nothing)."""
+        opts = environment.parsed_options
+        if opts is None or isinstance(runner, WorkerRunner):
+            return
+        try:
+            self.port = parse_port(str(getattr(opts, "metrics_port", "") or ""))
+        except ValueError as e:
+            die(f"--metrics-port/SWARMBENCH_METRICS_PORT: {e}")
+        if self.port is None:
+            return
+        host = opts.web_host if opts.web_host not in ("*", None) else ""
+        server = WSGIServer((host, self.port), self.app, log=None, error_log=logger)
+        try:
+            server.init_socket()
+        except OSError as e:
+            die(
+                f"--metrics-port/SWARMBENCH_METRICS_PORT: port {self.port} cannot be used ({e.strerror or e})"
+            )
+        server.start()
+        self.server = server
+        logger.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0", self.port)
+
+    def app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") not in ("/metrics", "/metrics/"):
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found: the metrics are at /metrics\n"]
+        body = self.text().encode()
+        start_response("200 OK", [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))])
+        return [body]
+
+    def text(self) -> str:
+        """One scrape's answer."""
+        self.scrapes += 1
+        plugin = self.plugin
+        env = plugin.env
+        if env is None or env.runner is None:
+            return ""
+        latency = plugin.latency
+        parts = [document(stats_families(env))]
+        if latency.enabled:
+            parts.insert(0, self._latency_text(env))
+        om = plugin.open_model
+        dropped = om.counts.dropped if om.active else None  # as the generators reported so far
+        parts.append(document(run_families(env.runner, plugin.run, dropped)))
+        return "".join(parts)
+
+    def _latency_text(self, env: Environment) -> str:
+        """The latency families, made again only when a report came (or a standalone process's
+        requests were filed) since the last scrape."""
+        latency = self.plugin.latency
+        # The run so far (a standalone process's own samples filed first); once a run's folder is
+        # written, until the next starts, that run's final figures (the web UI's tab shows the same).
+        book = latency.ui_totals()
+        key = (id(book), id(latency.windows), latency.windows.version, env.stats.total.num_requests)
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
+        entries = env.stats.entries
+
+        def sums_ms(request_type: str, name: str) -> float:
+            if not request_type:
+                return float(env.stats.total.total_response_time)
+            entry = entries.get((name, request_type))
+            return float(entry.total_response_time) if entry is not None else math.nan
+
+        text = document([*latency_families(book, sums_ms), *window_families(last_sealed(latency.windows))])
+        self._cached = (key, text)
+        return text
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop(timeout=1)
+            self.server = None
