@@ -104,8 +104,8 @@ def test_only_an_accepted_change_resets_the_baseline(tmp_path: Path) -> None:
     """p95 +20 % in the last 5 of 40 runs: not accepted, those 5 are outliers of the last 20 (18
     SDs off) and a run at the new level is a regression; accepted (their first run's key), the
     baseline is those 5 runs and it is not. Accepted 2 runs ago: the 2 runs' centre, the noise of
-    both sides: not a regression either, and a run at the old level is no regression. (p95: these runs' ~260 requests a name leave p99 on 2,
-    too few for the gate to judge it, trend.TAIL_MIN.)"""
+    both sides: not a regression either, and a run at the old level is no regression. (p95: these
+    runs' ~260 requests a name leave p99 on 2, too few for the gate to judge, trend.TAIL_MIN.)"""
     runs = history(RUNS, 0.01, seed=3, step=lambda i: {(*STEPPED, "p95_ms"): 1.20} if i >= RUNS - 5 else {})
     path = Path(stored(tmp_path / "h.sqlite", runs))
     new = at_mean(path, runs[-1], n=5)
