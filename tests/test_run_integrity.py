@@ -9,6 +9,7 @@ stayed up (the CSV total == the target's own count).
 
 from __future__ import annotations
 
+import shutil
 import signal
 import time
 
@@ -186,3 +187,23 @@ def test_target_stopped_mid_run_is_degraded_and_allow_degraded_keeps_locusts_cod
     assert (m["status"], code, m["exit_code"]) == ("degraded", exits.REQUESTS_FAILED, exits.REQUESTS_FAILED)
     assert [e["kind"] for e in m["events"] if e["kind"].startswith("target")] == ["target_unreachable"]
     assert 0 < m["totals"]["failures"] < m["totals"]["requests"]
+
+
+def test_a_run_folder_gone_mid_run_is_one_line_and_exit_6_never_0(albums_target, tmp_path):
+    """The results folder went away (or read-only, full) while the run went: the master cannot
+    save the run. It says so in one line naming the folder, without a traceback, and exits 6 (the
+    runner then writes the record from what survived, core/salvage.py): never 0, which CI would
+    pass. Root, as tests run here, ignores permissions, so the folder is removed instead."""
+    log, results = tmp_path / "locust.log", tmp_path / "results"
+    proc = spawn(
+        ["--headless", "-H", albums_target.url, "-t", "6s", "--results-dir", str(results), *FAST], log
+    )  # fmt: skip
+    wait_for(log, SPAWNED)
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    shutil.rmtree(run_dir)
+    code = proc.wait(timeout=60)
+    out = log.read_text()
+    lines = [line for line in out.splitlines() if line.startswith("swarmbench: error:")]
+    assert code == exits.MASTER_LOST, out[-3000:]
+    assert len(lines) == 1 and "the run could not be saved in" in lines[0] and run_dir.name in lines[0], out
+    assert "Uncaught exception" not in out and "Traceback" not in out, out[-3000:]

@@ -59,6 +59,8 @@ def reason(code: int, elapsed_s: float | None, oom_killed: bool = False) -> str:
     signal for a process a signal ended), ELAPSED_S since the test started (None: not known)."""
     when = "" if elapsed_s is None else f" at {elapsed_s:.0f} s"
     why = " (OOM-killed: the kernel killed it for memory)" if oom_killed else ""
+    if code == exits.MASTER_LOST and not oom_killed:  # the master's own word: it could not write
+        why = " (it could not write the run folder: its log says why)"
     return f"the master exited with {code}{when}{why}"
 
 

@@ -62,6 +62,7 @@ Locust calls the listeners of one event in registration order, and the order mat
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -392,7 +393,18 @@ class Swarmbench:
         run = self.run
         headless = run is not None and run.started_from == HEADLESS
         if run is not None and (headless or run.started_at is not None):
-            self.write_run(run, exit_code if headless else None)
+            try:
+                self.write_run(run, exit_code if headless else None)
+            except OSError as e:
+                # The results folder went read-only, away or full mid-run: one line, and a headless
+                # run must not end 0 (CI would pass a run nobody saved). The runner writes the record
+                # from what survived, as for a master that died (core/salvage.py).
+                line = f"the run could not be saved in {run.run_dir}/: {e.strerror or e}"
+                logger.error("%s", line)
+                print(f"swarmbench: error: {line}", file=sys.stderr, flush=True)
+                if headless:
+                    raise SystemExit(exits.MASTER_LOST) from None
+                return
         checks.print_outcomes(self.outcomes, exit_code if headless else exits.THRESHOLDS_BROKEN)
         if headless and run is not None and run.manifest.partial:
             ends = [e.detail for e in run.health.events if e.kind == RUN_END]
