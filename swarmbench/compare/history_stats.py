@@ -20,10 +20,10 @@ library; compare/trend.py reads the series from the store and builds the outcome
   is 1 of the pooled requests, not an empty baseline).
 - **The whole gate's false alarms** (row_alphas): weighted Bonferroni over every row (names x
   metrics): Aggregated's rows share half of the gate's alpha, the request names' rows the other
-  half; each row's CI is two-sided at 1 - 2 x its share, so a row is `regressed` (its whole CI
-  beyond the band) at its share, and all rows together raise a false alarm at most alpha. The exit
-  code is the one weighted Holm would give (Holm's first step is this test; its later steps only
-  add rows to a gate that already fails).
+  half; each row's CI is two-sided at 1 - 2 x its share, so an unchanged row is `regressed` (its
+  CI wholly above 0, core/checks.py verdict) at most at its share, and all rows together raise a
+  false alarm at most alpha. The exit code is the one weighted Holm would give (Holm's first step
+  is this test; its later steps only add rows to a gate that already fails).
 """
 
 from __future__ import annotations
@@ -184,14 +184,15 @@ def log_difference(lv: Level | None, values: Sequence[float], alpha: float) -> D
 
 
 def detectable(lv: Level | None, k: int, alpha: float, min_effect: float, higher_is_worse: bool) -> float:
-    """The change (relative, signed: + for latency, - for throughput) that K new runs show with
-    probability POWER beyond the band at ALPHA: log(1 + band) + the CI's half-width + z(POWER)
-    standard errors (the new runs' noise taken as the past runs'; normal approximation). NaN without
-    a level."""
+    """The change (relative, signed: + for latency, - for throughput) that K new runs' verdict calls
+    `regressed` with probability POWER at ALPHA (core/checks.py verdict: the CI's near end past 0 and
+    the estimate past the band, i.e. the log estimate beyond max(the CI's half-width, log(1 + band))):
+    that maximum + z(POWER) standard errors (the new runs' noise taken as the past runs'; normal
+    approximation). NaN without a level."""
     if lv is None:
         return math.nan
     half, se = half_width(lv, k, alpha)
-    shift = math.log1p(min_effect) + half + NormalDist().inv_cdf(POWER) * se
+    shift = max(math.log1p(min_effect), half) + NormalDist().inv_cdf(POWER) * se
     return math.expm1(shift) if higher_is_worse else math.expm1(-shift)
 
 
@@ -228,19 +229,27 @@ def count_difference(
 def detectable_rate(
     base_failures: int, base_requests: int, requests: float, alpha: float, min_effect: float
 ) -> float:
-    """The failure-rate increase (absolute) that a run of REQUESTS requests shows beyond the band at
-    ALPHA with probability about POWER: the smallest rise whose Newcombe lower bound, at z(1-α) +
-    z(POWER), clears the band (bisection). NaN without requests."""
+    """The failure-rate increase (absolute) that a run of REQUESTS requests has called `regressed` at
+    ALPHA with probability about POWER (core/checks.py verdict): the smallest rise whose Newcombe
+    lower bound at z(1-α) + z(POWER) clears 0 and whose estimate, less z(POWER) of its binomial
+    standard errors, clears the band (bisection). NaN without requests."""
     if base_requests <= 0 or requests <= 0:
         return math.nan
     p0 = base_failures / base_requests
     edge = max(p0 * min_effect, ERROR_RATE_FLOOR)
-    alpha_power = 1 - NormalDist().cdf(NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(POWER))
+    z_power = NormalDist().inv_cdf(POWER)
+    alpha_power = 1 - NormalDist().cdf(NormalDist().inv_cdf(1 - alpha) + z_power)
+
+    def caught(rise: float) -> bool:
+        p1 = p0 + rise
+        d = count_difference(base_failures, base_requests, p1 * requests, requests, alpha_power)
+        se = math.sqrt(p1 * (1 - p1) / requests + p0 * (1 - p0) / base_requests)
+        return d.low > 0 and rise - z_power * se > edge
+
     lo, hi = 0.0, 1.0 - p0
     for _ in range(60):
         mid = (lo + hi) / 2
-        d = count_difference(base_failures, base_requests, (p0 + mid) * requests, requests, alpha_power)
-        lo, hi = (mid, hi) if d.low <= edge else (lo, mid)
+        lo, hi = (lo, mid) if caught(mid) else (mid, hi)
     return hi
 
 
