@@ -50,12 +50,13 @@ a few runs is itself noisy: at this cut a sample of 20 normal runs loses one in 
 of 10 in 3.6 % (4 SDs: 5 % and 8 %), which the whole gate's false-alarm rate absorbs
 (tests/test_gate_stats.py, bench/bench_gate_truth.py measure it)."""
 
-OUTLIER_FLOOR = math.log1p(0.10)
-"""A past run is left out only when it is also this far from the median (log scale: 10 %), whatever
+OUTLIER_FLOOR = math.log1p(0.07)
+"""A past run is left out only when it is also this far from the median (log scale: 7 %), whatever
 the MAD: on real runs the HDR histograms quantise close runs to nearly equal figures, so the MAD can
-be a quarter of the plain SD (p95 at 10 ms: 0.54 % against 2.1 %) and 5 robust SDs cut ordinary
-runs (5 of 17). A busy machine's run (+40 %) is far beyond it; at 3 % noise 5 robust SDs (15 %)
-already exceed it, so it changes nothing there."""
+be well under the plain SD and 5 robust SDs cut ordinary runs (p95 at 10 ms, 20 runs: 1.5 of 19 on
+average, 0 with the floor; bench/bench_gate.py), which narrows the interval and raises false
+alarms. A busy machine's run (+40 %) is far beyond it, and so is the old side of a 10 % step inside
+the window; at 3 % noise 5 robust SDs (15 %) already exceed it."""
 
 OUTLIER_MIN_RUNS = 10
 """Fewer past runs than this: none is left out (a MAD of 5 runs would drop a normal run in 11 % of
