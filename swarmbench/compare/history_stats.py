@@ -9,8 +9,9 @@ library; compare/trend.py reads the series from the store and builds the outcome
   is read as the quantum (no log of 0).
 - **Robust to one bad run** (level): runs further than OUTLIER_CUT robust SDs (MAD x 1.4826) and
   OUTLIER_FLOOR from the median are left out, then the mean and SD of the rest: one run at +40 %
-  on 3 % noise (11 SDs) neither widens the interval nor moves the centre, and normal runs are kept (the mean and SD keep
-  the t interval's exact level; the median and MAD alone would waste 60 % of the runs' information).
+  on 3 % noise (11 SDs) neither widens the interval nor moves the centre, and normal runs are kept
+  (the mean and SD keep the t interval's exact level; the median and MAD alone would waste 60 % of
+  the runs' information).
 - **A variance floor** (SD_FLOOR): the histograms keep 3 significant digits, so identical
   latencies may differ by one bucket (~0.1 %) and the files by 0.001 ms: no SD is taken below that
   (a constant baseline gives an interval of a few tenths of a percent, never p = 0).
