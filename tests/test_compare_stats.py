@@ -13,10 +13,21 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarmbench.compare import stats
 from swarmbench.compare.sides import bucket_values_us
-from swarmbench.core.checks import COMPARE_METRICS, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
+from swarmbench.core.checks import (
+    COMPARE_METRICS,
+    HIGHER_IS_WORSE,
+    IMPROVED,
+    INCONCLUSIVE,
+    NO_CHANGE,
+    REGRESSED,
+    band,
+    verdict,
+)
 from swarmbench.latency.histogram import new_histogram
 
 WINDOWS, PER_WINDOW = 60, 150
@@ -329,14 +340,59 @@ def test_throughput_and_error_rate_directions():
 
 @pytest.mark.parametrize(
     ("low", "high", "expected"),
-    [(6, 9, REGRESSED), (-9, -6, IMPROVED), (-4, 4, NO_CHANGE), (3, 8, INCONCLUSIVE), (-8, 3, INCONCLUSIVE)],
+    [
+        (6, 9, REGRESSED),
+        (-9, -6, IMPROVED),
+        (-4, 4, NO_CHANGE),
+        (3, 8, REGRESSED),  # significant, estimate 5.5 beyond the band: ASV's rule
+        (-8, -3, IMPROVED),
+        (1, 8, INCONCLUSIVE),  # significant, estimate 4.5 inside the band, interval across its edge
+        (1, 4, NO_CHANGE),  # significant but smaller than we care for
+        (-8, 3, INCONCLUSIVE),  # estimate beyond the band, not significant
+        (-1, 12, INCONCLUSIVE),
+    ],
 )
 def test_verdict_band(low, high, expected):
-    """Baseline 100 ms, band 5 ms: the interval beyond, inside or across the band's edge."""
+    """Baseline 100 ms, band 5 ms, the estimate mid-interval: regressed when the interval is above 0
+    and the estimate beyond the band; no change when the interval is inside the band."""
     d = stats.Difference(100.0, 100.0 + (low + high) / 2, (low + high) / 2, low, high)
     assert verdict("p95", d, 0.05) == expected
     flipped = {REGRESSED: IMPROVED, IMPROVED: REGRESSED}.get(expected, expected)
     assert verdict("throughput", d, 0.05) == flipped
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    metric=st.sampled_from(COMPARE_METRICS),
+    baseline=st.floats(0.0, 1e4),
+    ends=st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=3),
+    min_effect=st.floats(0.0, 0.5),
+)
+def test_no_compare_verdict_contradicts_its_inputs(metric, baseline, ends, min_effect):
+    """verdict(): `regressed` only with the whole interval on the worse side of 0 and the estimate
+    beyond the band, `improved` the mirror, `no change` only with the interval inside the band; the
+    same difference read for a metric of the other direction swaps regressed and improved."""
+    low, diff, high = sorted(ends)
+    d = stats.Difference(baseline, baseline + diff, diff, low, high)
+    sign = 1 if HIGHER_IS_WORSE[metric] else -1
+    worse_low, worse_high = sorted((sign * low, sign * high))
+    edge = band(metric, baseline, min_effect)
+    found = verdict(metric, d, min_effect)
+    if found == REGRESSED:
+        assert worse_low > 0 and sign * diff > edge
+    elif found == IMPROVED:
+        assert worse_high < 0 and sign * diff < -edge
+    elif found == NO_CHANGE:
+        assert -edge <= worse_low and worse_high <= edge
+    else:
+        assert not (worse_low > 0 and sign * diff > edge) and not (worse_high < 0 and sign * diff < -edge)
+        assert not (-edge <= worse_low and worse_high <= edge)
+    if metric != "error_rate":  # its band has a floor of its own
+        other = "throughput" if HIGHER_IS_WORSE[metric] else "p95"
+        flipped = {REGRESSED: IMPROVED, IMPROVED: REGRESSED}.get(found, found)
+        assert verdict(other, d, min_effect) == flipped
+    nan = stats.Difference(baseline, math.nan, math.nan, low, high)
+    assert verdict(metric, nan, min_effect) == INCONCLUSIVE
 
 
 def test_error_rate_band_has_a_floor():

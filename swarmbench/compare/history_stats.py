@@ -7,10 +7,11 @@ library; compare/trend.py reads the series from the store and builds the outcome
   busy machine makes every request x % slower) and skewed; on the log scale it is nearly normal and
   its SD is the relative SD, whatever the level. A figure at or below the store's quantum (0.001)
   is read as the quantum (no log of 0).
-- **Robust to one bad run** (level): runs further than OUTLIER_CUT robust SDs (MAD x 1.4826) from
-  the median are left out, then the mean and SD of the rest: one run at +40 % on 3 % noise (11 SDs)
-  neither widens the interval nor moves the centre, and normal runs are kept (the mean and SD keep
-  the t interval's exact level; the median and MAD alone would waste 60 % of the runs' information).
+- **Robust to one bad run** (level): runs further than OUTLIER_CUT robust SDs (MAD x 1.4826) and
+  OUTLIER_FLOOR from the median are left out, then the mean and SD of the rest: one run at +40 %
+  on 3 % noise (11 SDs) neither widens the interval nor moves the centre, and normal runs are kept
+  (the mean and SD keep the t interval's exact level; the median and MAD alone would waste 60 % of
+  the runs' information).
 - **A variance floor** (SD_FLOOR): the histograms keep 3 significant digits, so identical
   latencies may differ by one bucket (~0.1 %) and the files by 0.001 ms: no SD is taken below that
   (a constant baseline gives an interval of a few tenths of a percent, never p = 0).
@@ -20,10 +21,10 @@ library; compare/trend.py reads the series from the store and builds the outcome
   is 1 of the pooled requests, not an empty baseline).
 - **The whole gate's false alarms** (row_alphas): weighted Bonferroni over every row (names x
   metrics): Aggregated's rows share half of the gate's alpha, the request names' rows the other
-  half; each row's CI is two-sided at 1 - 2 x its share, so a row is `regressed` (its whole CI
-  beyond the band) at its share, and all rows together raise a false alarm at most alpha. The exit
-  code is the one weighted Holm would give (Holm's first step is this test; its later steps only
-  add rows to a gate that already fails).
+  half; each row's CI is two-sided at 1 - 2 x its share, so an unchanged row is `regressed` (its
+  CI wholly above 0, core/checks.py verdict) at most at its share, and all rows together raise a
+  false alarm at most alpha. The exit code is the one weighted Holm would give (Holm's first step
+  is this test; its later steps only add rows to a gate that already fails).
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ median is left out of the level: a busy machine's run (+40 % on 3 % noise is 11 
 a few runs is itself noisy: at this cut a sample of 20 normal runs loses one in 1.4 % of samples,
 of 10 in 3.6 % (4 SDs: 5 % and 8 %), which the whole gate's false-alarm rate absorbs
 (tests/test_gate_stats.py, bench/bench_gate_truth.py measure it)."""
+
+OUTLIER_FLOOR = math.log1p(0.07)
+"""A past run is left out only when it is also this far from the median (log scale: 7 %), whatever
+the MAD: on real runs the HDR histograms quantise close runs to nearly equal figures, so the MAD can
+be well under the plain SD and 5 robust SDs cut ordinary runs (p95 at 10 ms, 20 runs: 1.5 of 19 on
+average, 0 with the floor; bench/bench_gate.py), which narrows the interval and raises false
+alarms. A busy machine's run (+40 %) is far beyond it, and so is the old side of a 10 % step inside
+the window; at 3 % noise 5 robust SDs (15 %) already exceed it."""
 
 OUTLIER_MIN_RUNS = 10
 """Fewer past runs than this: none is left out (a MAD of 5 runs would drop a normal run in 11 % of
@@ -97,13 +106,13 @@ def logs(values: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def _kept(y: np.ndarray) -> np.ndarray:
-    """Y without the runs beyond OUTLIER_CUT robust SDs of its median (all of Y under
-    OUTLIER_MIN_RUNS: too few to tell an outlier)."""
+    """Y without the runs beyond OUTLIER_CUT robust SDs of its median and beyond OUTLIER_FLOOR (all
+    of Y under OUTLIER_MIN_RUNS: too few to tell an outlier)."""
     if len(y) < OUTLIER_MIN_RUNS:
         return y
     med = float(np.median(y))
     mad = 1.4826 * float(np.median(np.abs(y - med)))
-    return y[np.abs(y - med) <= OUTLIER_CUT * max(mad, SD_FLOOR)]
+    return y[np.abs(y - med) <= max(OUTLIER_CUT * max(mad, SD_FLOOR), OUTLIER_FLOOR)]
 
 
 def level(values: Sequence[float] | np.ndarray, since: int | None = None) -> Level | None:
@@ -184,14 +193,15 @@ def log_difference(lv: Level | None, values: Sequence[float], alpha: float) -> D
 
 
 def detectable(lv: Level | None, k: int, alpha: float, min_effect: float, higher_is_worse: bool) -> float:
-    """The change (relative, signed: + for latency, - for throughput) that K new runs show with
-    probability POWER beyond the band at ALPHA: log(1 + band) + the CI's half-width + z(POWER)
-    standard errors (the new runs' noise taken as the past runs'; normal approximation). NaN without
-    a level."""
+    """The change (relative, signed: + for latency, - for throughput) that K new runs' verdict calls
+    `regressed` with probability POWER at ALPHA (core/checks.py verdict: the CI's near end past 0 and
+    the estimate past the band, i.e. the log estimate beyond max(the CI's half-width, log(1 + band))):
+    that maximum + z(POWER) standard errors (the new runs' noise taken as the past runs'; normal
+    approximation). NaN without a level."""
     if lv is None:
         return math.nan
     half, se = half_width(lv, k, alpha)
-    shift = math.log1p(min_effect) + half + NormalDist().inv_cdf(POWER) * se
+    shift = max(math.log1p(min_effect), half) + NormalDist().inv_cdf(POWER) * se
     return math.expm1(shift) if higher_is_worse else math.expm1(-shift)
 
 
@@ -228,19 +238,27 @@ def count_difference(
 def detectable_rate(
     base_failures: int, base_requests: int, requests: float, alpha: float, min_effect: float
 ) -> float:
-    """The failure-rate increase (absolute) that a run of REQUESTS requests shows beyond the band at
-    ALPHA with probability about POWER: the smallest rise whose Newcombe lower bound, at z(1-α) +
-    z(POWER), clears the band (bisection). NaN without requests."""
+    """The failure-rate increase (absolute) that a run of REQUESTS requests has called `regressed` at
+    ALPHA with probability about POWER (core/checks.py verdict): the smallest rise whose Newcombe
+    lower bound at z(1-α) + z(POWER) clears 0 and whose estimate, less z(POWER) of its binomial
+    standard errors, clears the band (bisection). NaN without requests."""
     if base_requests <= 0 or requests <= 0:
         return math.nan
     p0 = base_failures / base_requests
     edge = max(p0 * min_effect, ERROR_RATE_FLOOR)
-    alpha_power = 1 - NormalDist().cdf(NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(POWER))
+    z_power = NormalDist().inv_cdf(POWER)
+    alpha_power = 1 - NormalDist().cdf(NormalDist().inv_cdf(1 - alpha) + z_power)
+
+    def caught(rise: float) -> bool:
+        p1 = p0 + rise
+        d = count_difference(base_failures, base_requests, p1 * requests, requests, alpha_power)
+        se = math.sqrt(p1 * (1 - p1) / requests + p0 * (1 - p0) / base_requests)
+        return d.low > 0 and rise - z_power * se > edge
+
     lo, hi = 0.0, 1.0 - p0
     for _ in range(60):
         mid = (lo + hi) / 2
-        d = count_difference(base_failures, base_requests, (p0 + mid) * requests, requests, alpha_power)
-        lo, hi = (mid, hi) if d.low <= edge else (lo, mid)
+        lo, hi = (lo, mid) if caught(mid) else (mid, hi)
     return hi
 
 

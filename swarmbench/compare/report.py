@@ -409,17 +409,18 @@ def baseline_table(outcome: Outcome) -> str:
 
 
 def regressed_beyond(metric: str, d: Difference, band_width: float) -> float:
-    """The candidate's value (geometric mean of its runs) at which its CI's near end would just reach
-    the band, the CI's width kept: beyond it the row reads regressed. From the row's own figures:
-    the gate's log-scale CI moves with the candidate (low = c·e^(-h) - b), so for a latency
-    c* = (b + band)·c / (b + low), for throughput c* = (b - band)·c / (b + high). NaN for the error
-    rate (a count interval: its width changes with the rate) or without a CI."""
+    """The candidate's value (geometric mean of its runs) at which the row would just read regressed,
+    the CI's width kept (core/checks.py verdict: the CI's near end past 0 and the estimate past the
+    band). From the row's own figures: the gate's log-scale CI moves with the candidate (low =
+    c·e^(-h) - b), so for a latency c* = max(b + band, b·c / (b + low)), for throughput
+    c* = min(b - band, b·c / (b + high)). NaN for the error rate (a count interval: its width changes
+    with the rate) or without a CI."""
     b, c = d.baseline, d.candidate
     if metric == "error_rate" or not all(math.isfinite(v) for v in (b, c, d.low, d.high)):
         return math.nan
     if HIGHER_IS_WORSE[metric]:
-        return (b + band_width) * c / (b + d.low) if b + d.low > 0 else math.nan
-    return (b - band_width) * c / (b + d.high) if b + d.high > 0 else math.nan
+        return max(b + band_width, b * c / (b + d.low)) if b + d.low > 0 else math.nan
+    return min(b - band_width, b * c / (b + d.high)) if b + d.high > 0 else math.nan
 
 
 def baseline_chart(outcome: Outcome, metric: str) -> str | None:

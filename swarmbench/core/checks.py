@@ -236,10 +236,11 @@ def _show(value: float, unit: str) -> str:
 #
 # A difference's verdict: significance AND a minimum effect (as ASV does), never one without the other.
 #
-# The band is +-min-effect around zero, relative to the baseline's value. With the interval [low,
-# high] of the difference turned so that positive is worse (more latency or errors, less throughput):
-# - `regressed`: the whole interval lies beyond +band;
-# - `improved`: the whole interval lies beyond -band;
+# The band is +-min-effect around zero, relative to the baseline's value. With the estimate and the
+# interval [low, high] of the difference turned so that positive is worse (more latency or errors,
+# less throughput):
+# - `regressed`: the whole interval lies above 0 (significant) and the estimate beyond +band;
+# - `improved`: the whole interval lies below 0 and the estimate beyond -band;
 # - `no change`: the whole interval lies inside the band (a change, if any, smaller than we care for);
 # - `inconclusive`: the interval straddles an edge of the band (more runs would tell).
 
@@ -275,17 +276,22 @@ def band(metric: str, baseline: float, min_effect: float) -> float:
 
 
 def verdict(metric: str, d: Any, min_effect: float) -> str:
-    """The verdict of D, a difference with its interval (compare/stats.py Difference: baseline, low,
-    high): significance AND a minimum effect (as ASV does), never one without the other; inconclusive
-    when the interval is unknown."""
-    if math.isnan(d.low) or math.isnan(d.high) or math.isnan(d.baseline):
+    """The verdict of D, a difference with its point estimate and interval (compare/stats.py
+    Difference: baseline, diff, low, high): significance AND a minimum effect, as ASV does (a change
+    is flagged when it is significant and its ratio exceeds the factor): `regressed` when the whole
+    interval lies on the worse side of 0 AND the estimate beyond the band; `improved` the mirror;
+    `no change` when the whole interval lies within the band; else inconclusive (also when the
+    estimate or interval is unknown). Under no change P(regressed) <= P(interval excludes 0) <= its
+    alpha, so the band costs no false alarms; it only keeps tiny significant changes from counting."""
+    if any(math.isnan(v) for v in (d.low, d.high, d.baseline, d.diff)):
         return INCONCLUSIVE
     sign = 1 if HIGHER_IS_WORSE[metric] else -1
     low, high = sorted((sign * d.low, sign * d.high))
+    point = sign * d.diff
     edge = band(metric, d.baseline, min_effect)
-    if low > edge:
+    if low > 0 and point > edge:
         return REGRESSED
-    if high < -edge:
+    if high < 0 and point < -edge:
         return IMPROVED
     if -edge <= low and high <= edge:
         return NO_CHANGE
