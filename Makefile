@@ -23,7 +23,7 @@ ACTIONLINT := $(VENV)/bin/actionlint
 KUSTOMIZE_VERSION ?= v5.7.1
 KUSTOMIZE := $(VENV)/bin/kustomize
 
-.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee compare ab tools test lint fmt test-go test-py clean-venv
+.PHONY: help up headless staging swarm swarm-lab swarm-lab-down sweep sweep-stores knee compare ab tools test lint fmt test-go test-py drills clean-venv
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -92,6 +92,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt compose/requirements.t
 	$(VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
+DRILLS = tests/test_run_integrity_stack.py tests/test_run_endings.py tests/test_run_integrity.py \
+	tests/test_master_lost.py tests/test_watchdog.py
+# The drills (`make drills`): also part of `make test`; the Docker ones need an engine.
+
 test: lint test-go test-py ## everything CI runs (installs what it needs into .venv)
 
 lint: $(VENV)/.installed $(ACTIONLINT) ## ruff + go vet + actionlint
@@ -106,6 +110,9 @@ test-go: ## target/ unit, concurrency and fuzz-seed tests under the race detecto
 
 test-py: $(VENV)/.installed $(ACTIONLINT) $(KUSTOMIZE) ## pytest: unit tests, real Locust runs, the Docker end-to-end tests
 	PYTHON=$(VENV)/bin/python tests/suite
+
+drills: $(VENV)/.installed ## every way a run can end, on real stacks and processes, each record checked (a table: docs/results.md)
+	$(VENV)/bin/python -m pytest -p no:cacheprovider $(DRILLS)
 
 fmt: $(VENV)/.installed ## format Python and Go
 	$(VENV)/bin/ruff format .

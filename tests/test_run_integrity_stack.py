@@ -251,3 +251,30 @@ def test_stack_runner_killed_is_saved_and_taken_down_by_its_watchdog_and_never_r
     assert m["status"] == "interrupted" and m["duration_s"] < 60, (m["status"], m["duration_s"])
     watched = (tmp_path / "results" / ".logs" / "watchdog.log").read_text()
     assert "the runner is gone" in watched and "down --remove-orphans" in watched, watched
+
+
+@pytest.mark.docker
+def test_stack_worker_cut_off_for_10_s_and_back_is_degraded_exit_4_with_both_events(docker_compose, tmp_path):
+    """A worker cut off from the master (and the target) for 10 s, then back (`docker network
+    disconnect`/`connect`: a flaky link, a node partitioned): the run is saved degraded (exit 4),
+    run.json says when the worker went missing and when it came back, and the requests it had in
+    flight during the cut are in the record with their real (long) times, not dropped."""
+    env = stack_env(tmp_path, LOCUST_RUN_TIME="25s")
+    cut: dict[str, float] = {}
+
+    def cut_a_worker_off(project: str) -> None:
+        worker = containers(project, "worker")[0]
+        network = f"{project}_default"
+        subprocess.run(["docker", "network", "disconnect", network, worker], check=True, capture_output=True)
+        time.sleep(10)
+        subprocess.run(["docker", "network", "connect", network, worker], check=True, capture_output=True)
+        cut["worker"] = worker
+
+    code = headless_with_fault(env, tmp_path / "run.log", cut_a_worker_off)
+    m = assert_complete_folder(only_run(tmp_path / "results"))
+    assert (code, m["status"], m["exit_code"]) == (exits.DEGRADED, "degraded", exits.DEGRADED)
+    kinds = [(e["kind"], e["detail"]) for e in m["events"]]
+    short = cut["worker"][:12]
+    assert any(k == "worker_missing" and short in d for k, d in kinds), kinds
+    assert any(k == "worker_rejoined" and short in d for k, d in kinds), kinds
+    assert [t["connected"] for t in m["workers_timeline"]][-2:] == [1, 2], m["workers_timeline"]
