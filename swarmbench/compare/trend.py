@@ -804,15 +804,17 @@ def tail_rests_on(metric: str, requests: int) -> int | None:
 
 
 GATE_METHOD = (
-    "against history: per name and metric, the last n comparable runs of main (same load fingerprint, "
-    "host and testbed; --branch for another) from the newest accepted change on; latency and throughput "
-    "on the log scale, past runs beyond 5 robust SDs (MAD, from 10 runs) of their median left out, the "
-    "SD at least 0.1 % (the histograms' resolution); one new run's CI ±t(df)·s·√(1+1/n) (a prediction "
-    "interval), repeats by Student's t pooled with the past runs' SD (Welch's if an F-test finds them "
-    "noisier); error rates as counts: Newcombe's score interval of the pooled failure rates' difference; "
-    "each row's CI at its weighted-Bonferroni share of the gate's alpha (half to Aggregated's rows, half "
-    "to the names'), so all rows together call an unchanged run regressed in at most alpha; verdict as "
-    "compare's: the CI beyond the ±min-effect band"
+    "against history: per name and metric, the last n comparable runs of main (same load fingerprint,"
+    " host and testbed; --branch for another) from the newest accepted change on; latency and "
+    "throughput on the log scale, past runs beyond 5 robust SDs (MAD, from 10 runs) and 7 % of their "
+    "median left out, the SD at least 0.1 % (the histograms' resolution); one new run's CI "
+    "±t(df)·s·√(1+1/n) (a prediction interval), repeats by Student's t pooled with the past runs' SD "
+    "(Welch's if an F-test finds them noisier); error rates as counts: Newcombe's score interval of "
+    "the pooled failure rates' difference; each row's CI at its weighted-Bonferroni share of the "
+    "gate's alpha (half to Aggregated's rows, half to the names'), so all rows together call an "
+    "unchanged run regressed in at most alpha; a percentile judged only when at least 10 of the "
+    "candidate's requests lie beyond it; verdict as compare's: the CI wholly past 0 and the estimate "
+    "beyond the ±min-effect band (ASV's rule)"
 )
 """The gate's method in one line, printed with its table and in compare.json."""
 
