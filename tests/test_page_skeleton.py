@@ -1,4 +1,4 @@
-"""One page skeleton (swarmbench/page/skeleton.py): each of the five HTML documents Swarmbench writes
+"""One page skeleton (swarmbench/core/skeleton.py): each of the five HTML documents Swarmbench writes
 or serves (the run page, the sweep report, compare.html, trend.html, the web UI's latency page) is one
 parseable document with one <head>, its title, the shared stylesheet and then its own rules, and no
 other module writes a document's skeleton."""
@@ -12,9 +12,9 @@ import pytest
 from harness import FIXTURES, ROOT, swarmbench
 from history_runs import history, stored
 
+from swarmbench.core import skeleton
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.page import run as run_page
-from swarmbench.page import skeleton
 
 
 class _Document(HTMLParser):
@@ -153,4 +153,4 @@ def test_only_the_skeleton_writes_a_document_head():
         for p in (ROOT / "swarmbench").rglob("*.py")
         if "<!doctype" in p.read_text(encoding="utf-8").lower()
     )
-    assert writers == ["swarmbench/page/skeleton.py"]
+    assert writers == ["swarmbench/core/skeleton.py"]

@@ -75,7 +75,13 @@ def test_stack_file_runs_the_images_compose_builds():
         text = "".join((ROOT / n).read_text() for n in names)
         return {re.sub(r"\$\{SWARMBENCH_IMAGE_PREFIX:-\}", "", m) for m in re.findall(r"image: (\S+)", text)}
 
-    assert images(swarm.STACK_FILE, swarm.TARGET_FILE) == images("docker-compose.yml")
+    import yaml
+
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    prefix = r"\$\{SWARMBENCH_IMAGE_PREFIX:-\}"
+    built = {re.sub(prefix, "", s["image"]) for s in services.values() if "build" in s}
+    # The monitoring profile's Prometheus and Grafana are pulled, not built: not the stack's to run.
+    assert images(swarm.STACK_FILE, swarm.TARGET_FILE) == built
     assert images(swarm.STACK_FILE, swarm.TARGET_FILE) == {"swarmbench-locust:2.47.0", "swarmbench-target:1"}
 
 

@@ -45,11 +45,11 @@ from swarmbench.analysis.scaling import (
 )
 from swarmbench.analysis.summary import failures_table, settings_table
 from swarmbench.analysis.timeseries import run_series
+from swarmbench.core import skeleton
 from swarmbench.core.bottleneck import DROP_LIMIT, KNEE_P99_MS
 from swarmbench.core.bottleneck import legend as verdict_legend
 from swarmbench.core.sweepstate import SweepState
 from swarmbench.core.sweepstate import SweepState as Sweep
-from swarmbench.page import skeleton
 
 # --- the report's charts, rendered once -----------------------------------------------------------
 
@@ -475,7 +475,7 @@ img{border:1px solid #eee}
 """
     + SUMMARY_CSS
 )
-"""The sweep report's own rules, after page/skeleton.py's shared ones: a wider column for its PNG
+"""The sweep report's own rules, after core/skeleton.py's shared ones: a wider column for its PNG
 charts, denser tables, the scaling verdict's green box, the summary box."""
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from swarmbench.compare.sides import Difference as SettingDifference
 from swarmbench.compare.sides import Names
 from swarmbench.compare.stats import METHOD, PERCENTILES, Difference, Grid, Side, percentiles_of
+from swarmbench.core import skeleton
 from swarmbench.core.checks import (
     AGGREGATED,
     HIGHER_IS_WORSE,
@@ -30,7 +31,7 @@ from swarmbench.core.checks import (
     verdict,
 )
 from swarmbench.core.junit import Case, junit_xml
-from swarmbench.page import skeleton, svg
+from swarmbench.page import svg
 
 # --- the outcome, its table, compare.json and junit.xml -------------------------------------------
 
@@ -326,7 +327,7 @@ PAGE_CSS = """
 .regressed{background:#f8d0d0} .improved{background:#d0f0d0} .inconclusive{background:#fff3c0}
 ul.power{font-size:1.1em}
 """
-"""compare.html's own rules, after page/skeleton.py's shared ones: each verdict's row colour, the
+"""compare.html's own rules, after core/skeleton.py's shared ones: each verdict's row colour, the
 gate's power list."""
 
 PERCENTILES_NOTE = (

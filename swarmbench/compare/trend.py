@@ -992,6 +992,8 @@ def _differences(
     metric); Aggregated's values per metric, {"runs": the baseline runs', "candidate": the new
     runs'} (what compare.html draws); the percentile rows not judged (fewer than TAIL_MIN of the
     candidate's requests beyond them: NaN bounds, so `inconclusive`), each "name metric (k)"."""
+    # Long on purpose: why: one pass over the stored rows fills all six things the gate reports;
+    # split, each part would walk the series and rebuild the baselines again.
     found: dict[str, dict[str, Difference]] = {m: {} for m in metrics}
     noise: dict[str, float] = {}
     power: dict[str, float] = {}
@@ -1022,7 +1024,7 @@ def _differences(
             lv = baseline(metric_values(kept, metric), len(window), since=since)
             d = history_stats.log_difference(lv, [run_value(s, metric) for s in new], alpha)
             beyond = tail_rests_on(metric, min(s.requests for s in new))
-            if beyond is not None and beyond < TAIL_MIN:
+            if beyond is not None and beyond < TAIL_MIN:  # shown, not judged
                 found[metric][key[1]] = dataclasses.replace(d, low=math.nan, high=math.nan)
                 unjudged.append(f"{key[1]} {metric} ({beyond})")
                 continue
@@ -1177,7 +1179,7 @@ def trend_page(branch: str, found: dict, series_found: list[tuple[Configuration,
     self-contained file, inline SVG."""
     from html import escape
 
-    from swarmbench.page import skeleton
+    from swarmbench.core import skeleton
 
     parts = [
         f"<h1>Trend: branch {escape(branch)}</h1>",

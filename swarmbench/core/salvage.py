@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from swarmbench.core import exits, folder
+from swarmbench.core import exits, folder, skeleton
 from swarmbench.core.answer import read_answer, summary_text
 from swarmbench.core.atomic import write_atomic
 from swarmbench.core.checks import AGGREGATED
@@ -241,9 +241,8 @@ def page(run_dir: Path, m: RunManifest, live: LiveStatus | None) -> str:
     lost_ = m.master_lost or MasterLost()
     answer = read_answer(run_dir, m)
     items = "".join(f"<li>{escape(x)}</li>" for x in lost_.missing or [])
-    return (
-        '<!doctype html><html><head><meta charset="utf-8">'
-        f"<title>Run {escape(m.run_id or '')}: master lost</title></head><body>"
+    return skeleton.document(
+        f"Run {m.run_id or ''}: master lost",
         f"<h1>Run {escape(m.run_id or '')}</h1>"
         f'<p class="status"><strong>Interrupted: {escape(lost_.reason or "")}.</strong> '
         "The master, which merges the workers' figures and writes the run's record, was lost; "
@@ -252,6 +251,5 @@ def page(run_dir: Path, m: RunManifest, live: LiveStatus | None) -> str:
         f"<li>Sealed windows: {escape(lost_.difference or '')}</li>"
         f"<li>Locust's CSVs as last flushed: {escape(folder.STATS_CSV)} and its history</li></ul>"
         f"<h2>What is missing</h2><ul>{items}</ul>"
-        f"<h2>Summary</h2><pre>{escape(summary_text(answer))}</pre>"
-        "</body></html>\n"
+        f"<h2>Summary</h2><pre>{escape(summary_text(answer))}</pre>",
     )

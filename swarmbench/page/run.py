@@ -25,7 +25,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from swarmbench.core import folder
+from swarmbench.core import folder, skeleton
 from swarmbench.core.answer import INTENDED, SERVICE, Answer, NameAnswer, csv_rows, read_answer
 from swarmbench.core.atomic import write_atomic
 from swarmbench.core.bottleneck import GENERATOR_CPU_LIMIT_PCT
@@ -46,7 +46,7 @@ from swarmbench.core.manifest import (
 from swarmbench.core.openmodel import PER_SECOND_COLUMNS
 from swarmbench.core.runfolder import read_table
 from swarmbench.latency.histogram import LatencyBook, percentile_values
-from swarmbench.page import skeleton, svg
+from swarmbench.page import svg
 
 MARK = '<meta name="generator" content="swarmbench run page">'
 """In every run page's head: tells a run page from Locust's own report.html of older folders."""
@@ -302,7 +302,7 @@ CSS = """
 .status{font-size:1.1em;font-weight:bold} .ok{color:#1b7a2f} .bad{color:#b3261e} .warnc{color:#9a6700}
 .missing{background:#fdecea;border-left:4px solid #b3261e;padding:.4em 1em;margin:.8em 0}
 """
-"""The run page's own rules, after page/skeleton.py's shared ones: the answer box, the status's
+"""The run page's own rules, after core/skeleton.py's shared ones: the answer box, the status's
 colours, the box of what could not be read."""
 
 
@@ -313,7 +313,7 @@ def render(run_dir: Path, manifest: RunManifest | None = None) -> str:
 
 
 def document(title: str, content: str) -> str:
-    """The page around CONTENT: page/skeleton.py's document with the run page's rules and its MARK."""
+    """The page around CONTENT: core/skeleton.py's document with the run page's rules and its MARK."""
     return skeleton.document(title, content, css=CSS, head=MARK)
 
 

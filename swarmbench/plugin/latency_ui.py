@@ -33,10 +33,10 @@ from typing import Any
 
 from flask import Response, jsonify, request
 
+from swarmbench.core import skeleton
 from swarmbench.core.checks import AGGREGATED
 from swarmbench.latency.histogram import LatencyBook, percentile_columns
 from swarmbench.latency.windows import WINDOW_S
-from swarmbench.page import skeleton
 
 TAB_KEY = "swarmbench-latency"
 """The tab's key: Locust matches a tab, its table and its rows by it (and shows it in the URL)."""
@@ -164,7 +164,7 @@ th,td{border-bottom-color:rgba(81,81,81,1)}p{color:rgba(255,255,255,.7)}}
 """
 """The page in the look of Locust's UI: its green bar, Material's paper, table and type (Roboto, then
 Helvetica and Arial, as Locust's theme asks); dark when the system is. Its own rules, after
-page/skeleton.py's shared ones, which they undo where Locust's look differs (the column's width and
+core/skeleton.py's shared ones, which they undo where Locust's look differs (the column's width and
 margins, the line height, the tables' borders and head background)."""
 
 
