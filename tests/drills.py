@@ -34,12 +34,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from integrity import SPAWNED, logged
+
 from swarmbench.core import folder
 from swarmbench.runner.compose import COMPOSE_FILES, compose_cmd, prepare_results
 from swarmbench.runner.points import free_port, wait_http_or_raise
 
 PATHS = ("ui-ctrlc", "ui-down", "headless-ctrlc", "headless-down")
-SPAWNED = ("All users spawned", "Spawning is complete")  # as integrity.SPAWNED: the second on a busy machine
 START_TIMEOUT_S = 240.0
 """Containers up, workers connected, users spawned (a cold image start included)."""
 END_TIMEOUT_S = 150.0
@@ -151,8 +152,7 @@ def start_ui_test(d: Drill, base: str) -> None:
 
 def wait_for_log(d: Drill, text: str | tuple[str, ...]) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
-    texts = (text,) if isinstance(text, str) else text
-    while not (d.log.exists() and any(t in d.log.read_text(errors="replace") for t in texts)):
+    while not (d.log.exists() and logged(text, d.log.read_text(errors="replace"))):
         if time.monotonic() > deadline:
             raise TimeoutError(f"compose's output never showed {text!r}")
         time.sleep(0.3)

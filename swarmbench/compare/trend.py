@@ -1005,6 +1005,7 @@ def _differences(
             continue
         kept = {m: np.asarray(v, dtype=float)[window] for m, v in per.items()}
         new = by_name[key]
+        fewest = min(s.requests for s in new)  # the candidate run a percentile rests on least in
         for metric in metrics:
             if key[1] == AGGREGATED:
                 drawn[metric] = {
@@ -1023,7 +1024,7 @@ def _differences(
                 continue
             lv = baseline(metric_values(kept, metric), len(window), since=since)
             d = history_stats.log_difference(lv, [run_value(s, metric) for s in new], alpha)
-            beyond = tail_rests_on(metric, min(s.requests for s in new))
+            beyond = tail_rests_on(metric, fewest)
             if beyond is not None and beyond < TAIL_MIN:  # shown, not judged
                 found[metric][key[1]] = dataclasses.replace(d, low=math.nan, high=math.nan)
                 unjudged.append(f"{key[1]} {metric} ({beyond})")
