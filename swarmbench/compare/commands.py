@@ -172,7 +172,9 @@ def compare(args: argparse.Namespace, opts: dict, seen: list[str]) -> int:
     g, a, b = sides.build(baseline, candidate, found_names.common)
     a.noise = b.noise = level
     a.noise_runs, b.noise_runs = calibration.pool_runs(baseline), calibration.pool_runs(candidate)
-    found = stats.compare(a, b, g, opts["metrics"], opts["confidence"], opts["seed"])
+    found = stats.compare(
+        a, b, g, opts["metrics"], opts["confidence"], opts["seed"], min_effect=opts["min_effect"]
+    )
     rows = report.rows(found, opts["min_effect"])
     decision = None
     if design is not None:
@@ -587,9 +589,10 @@ def half_widths(found: dict[str, dict[str, stats.Difference]]) -> dict[str, floa
     return out
 
 
-def floors(a: Path, b: Path, confidence: float, seed: int) -> tuple[dict, dict, dict]:
+def floors(a: Path, b: Path, confidence: float, seed: int, min_effect: float) -> tuple[dict, dict, dict]:
     """(noise, floors, found): the calibrated noise of all runs; per metric {"value", "noise",
-    "repeats", "single"} (floors without the band); the A vs B comparison itself."""
+    "repeats", "single"} (floors without the band); the A vs B comparison itself. Both comparisons
+    judge every request name, as a comparison of such runs would (its rows' level, stats.compare)."""
     side_a, side_b = read_side(a), read_side(b)
     runs = side_a + side_b
     if len(runs) < 2:
@@ -605,10 +608,12 @@ def floors(a: Path, b: Path, confidence: float, seed: int) -> tuple[dict, dict, 
     names = sides.names(side_a, side_b, None)
     g, sa, sb = sides.build(side_a, side_b, names.common)
     sa.noise = sb.noise = level
-    found = stats.compare(sa, sb, g, list(COMPARE_METRICS), confidence, seed)
-    g1, one_a, one_b = sides.build(side_a[:1], side_b[:1], [AGGREGATED])
+    found = stats.compare(sa, sb, g, list(COMPARE_METRICS), confidence, seed, min_effect=min_effect)
+    g1, one_a, one_b = sides.build(side_a[:1], side_b[:1], names.common)
     one_a.noise = one_b.noise = level
-    single = half_widths(stats.compare(one_a, one_b, g1, list(COMPARE_METRICS), confidence, seed))
+    single = half_widths(
+        stats.compare(one_a, one_b, g1, list(COMPARE_METRICS), confidence, seed, min_effect=min_effect)
+    )
     repeats = half_widths(found)
     table = {
         m: {
@@ -666,7 +671,7 @@ def floor_command(args: argparse.Namespace) -> int:
     min_effect, confidence = args.min_effect / 100, args.confidence / 100
     try:
         out = out_dir(args.out, [args.a, args.b])
-        level, table, c = floors(args.a, args.b, confidence, args.seed)
+        level, table, c = floors(args.a, args.b, confidence, args.seed, min_effect)
         out = made(out, True)  # floor's -o is required
     except InputError as e:
         raise UsageError(str(e)) from None

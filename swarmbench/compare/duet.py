@@ -13,7 +13,9 @@ the blocks' count as compare/stats.py does, with 1.5 n / l degrees of freedom (s
 duet runs: the estimate of all their windows merged, its variance the larger of the runs' own (mean
 of their variances / k) and their spread (variance of their estimates / k, Student's t with k - 1
 degrees of freedom then). The interval est ± q * SE on the log scale, times A's value, is a
-difference in ms that core/checks.py's `verdict` judges with the usual band.
+difference in ms that core/checks.py's `verdict` judges with the usual band. q is each row's share
+of 1 - confidence (weighted Bonferroni, history_stats.row_alphas): every row of the table is judged,
+so the table as a whole, not each row, calls an A/A duet changed at most that often.
 
 Why the whole-run ratio rather than the mean of per-window log ratios: it is the figure the table
 shows (candidate - baseline is the difference judged), a window with few requests weighs little
@@ -36,6 +38,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from swarmbench.compare.history_stats import row_alphas
 from swarmbench.compare.stats import (
     BOOTSTRAP,
     PERCENTILES,
@@ -54,7 +57,9 @@ METHOD = (
     "duet: A and B at once, paired by 1 s window; ln(B/A) of the whole-run exact percentiles over the "
     "windows both sides have requests in; SE from a moving-block bootstrap drawing the same blocks of "
     "windows on both sides, Bessel-corrected, t at 1.5 n/l df; runs combined by the larger of their own "
-    "variance and their spread (t at k-1 df then); interval on the log scale x A's value"
+    "variance and their spread (t at k-1 df then); interval on the log scale x A's value, each row's "
+    "at its weighted-Bonferroni share of 1 - the confidence (Aggregated's rows half), so the whole "
+    "table's false-alarm rate is 1 - the confidence, not each row's"
 )
 """The method in one line, for the terminal table, compare.json and the page."""
 
@@ -212,6 +217,10 @@ def compare(
     """{metric: {name: Found}} of sides A and B of the same duet runs (run i of A and run i of B are
     one run's two sides, windows aligned), seeded."""
     rng = np.random.default_rng(seed)
+    # Every row is judged, so every row's CI takes its share of 1 - CONFIDENCE, two-sided (weighted
+    # Bonferroni, as the history gate shares its alpha): the whole table calls anything at all
+    # (regressed or improved) in at most 1 - CONFIDENCE of A/A duets, not each row.
+    shares = row_alphas(grid.names, metrics, (1 - confidence) / 2)
     out: dict[str, dict[str, Found]] = {}
     for metric in metrics:
         q = PERCENTILES[metric]
@@ -238,7 +247,7 @@ def compare(
             base_ms, cand_ms = float(base[0]), float(cand[0])
             estimate = math.log(cand_ms / base_ms) if base_ms > 0 and cand_ms > 0 else math.nan
             se, df = combine(pairs)
-            low, high = interval(estimate, se, df, confidence)
+            low, high = interval(estimate, se, df, 1 - 2 * shares[(name, metric)])
             diff = Difference(
                 base_ms, cand_ms, cand_ms - base_ms, base_ms * math.expm1(low), base_ms * math.expm1(high)
             )

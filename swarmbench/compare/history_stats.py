@@ -36,7 +36,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from swarmbench.compare.stats import Difference, f_quantile, t_quantile
+from swarmbench.compare.stats import AGGREGATED_SHARE, Difference, f_quantile, t_quantile
 from swarmbench.core.checks import AGGREGATED, ERROR_RATE_FLOOR
 
 MIN_RUNS = 5
@@ -70,11 +70,6 @@ SD_FLOOR = 1e-3
 QUANTUM = 1e-3
 """The stored figures' step: latencies in ms with µs (locust_latency_hdr.csv's 3 decimals), requests/s
 to a thousandth. The SD is never under QUANTUM / level either (a 5 µs p50 varies by 20 % a step)."""
-
-AGGREGATED_SHARE = 0.5
-"""The part of the gate's alpha Aggregated's rows share (the request names' rows share the rest):
-the whole run's figures are what a regression moves first and most surely, and with 10 names a
-uniform share would leave each Aggregated row 1/66 of alpha."""
 
 REPEATS_F = 0.05
 """Repeats of the new run are pooled with the past runs' SD unless their variance exceeds it by an

@@ -123,12 +123,17 @@ def table(outcome: Outcome) -> str:
     return "\n".join([*header(outcome), "", *text, "", f"verdicts: {counts}"])
 
 
+def whole_table(confidence: float) -> str:
+    """The CI level a table of intervals holds at (compare/stats.py simultaneous): every row together."""
+    return f"{confidence:.0%} CI for the whole table"
+
+
 def header(outcome: Outcome) -> list[str]:
     o = outcome.options
     out = [
         f"baseline:  {len(outcome.baseline)} run(s)  {', '.join(outcome.baseline)}",
         f"candidate: {len(outcome.candidate)} run(s)  {', '.join(outcome.candidate)}",
-        f"method: {outcome.method}; {outcome.ci_note or format(o['confidence'], '.0%') + ' CI'}, "
+        f"method: {outcome.method}; {outcome.ci_note or whole_table(o['confidence'])}, "
         f"seed {o['seed']}, min effect {o['min_effect']:.0%}",
         f"run-to-run noise ({outcome.noise_source}): "
         + ", ".join(f"{m} {v:.1%}" for m, v in outcome.noise.items())

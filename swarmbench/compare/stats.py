@@ -26,6 +26,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from swarmbench.core.checks import AGGREGATED, band
 from swarmbench.latency.windows import WINDOW_S
 
 # --- Student's t and Fisher's F quantiles (standard library) --------------------------------------
@@ -119,7 +120,10 @@ METHOD = (
     "side widened by the run-to-run noise; with repeats and an A/A calibration of other runs, the "
     "runs' spread pooled with the calibration's unless an F-test (5 %) says they are noisier, never "
     "below their own; percentile CI of the difference, widened by Student's t over z at the Welch "
-    "degrees of freedom of the run-to-run spread"
+    "degrees of freedom of the run-to-run spread; each row's level set by max-T over the joint "
+    "replicates (Aggregated's rows half of 1 - the confidence, the names' the rest) so that the whole "
+    "table calls a change that is not there (estimate past the band and CI past 0) in at most "
+    "1 - the confidence of comparisons, not each row"
 )
 """The method in one line, for the terminal table, compare.json and the HTML report."""
 
@@ -409,10 +413,62 @@ def interval(
     if not len(diffs):
         return math.nan, math.nan
     q = 1 - (1 - confidence) / 2
-    diffs = stretched(diffs, t_quantile(q, df) / NormalDist().inv_cdf(q))
-    tail = (1 - confidence) / 2 * 100
+    # Beyond 95 % the percentile would rest on a handful of replicates (a simultaneous row's 99.7 %:
+    # 3 of 2000): the 95 % ends are taken instead, stretched to the wanted level as t(q) / z(0.975).
+    q0 = min(q, PERCENTILE_LEVEL)
+    diffs = stretched(diffs, t_quantile(q, df) / NormalDist().inv_cdf(q0))
+    tail = (1 - q0) * 100
     low, high = np.percentile(diffs, [tail, 100 - tail])
     return float(low), float(high)
+
+
+PERCENTILE_LEVEL = 0.975
+"""The highest percentile of the replicates an interval's end is read at (interval): 50 of the 2000
+replicates lie beyond it. A wider interval is that one stretched about the median by t(q) / z."""
+
+
+AGGREGATED_SHARE = 0.5
+"""The part of a comparison's alpha Aggregated's rows share, in compare's table and in the history
+gate (the request names' rows share the rest): the whole run's figures are what a regression moves
+first and most surely, and with 10 names a uniform share would leave each Aggregated row 1/66 of
+alpha."""
+
+
+def simultaneous(
+    diffs: list[np.ndarray], confidence: float, bands: list[float] | None = None, least: float | None = None
+) -> float:
+    """The confidence each row's interval needs for the whole table to call a change that is not
+    there in at most 1 - CONFIDENCE of comparisons (max-T, Westfall & Young, over the verdict's own
+    rule): each row's replicate differences minus their median are how its estimate strays from the
+    truth; a row strays into a false verdict when that is beyond its BAND (core/checks.py band: the
+    estimate must pass it too, as ASV's rule asks) and beyond c of its SDs (its interval then
+    excludes 0). c is the CONFIDENCE quantile of each replicate's largest such |z| over all rows, and
+    the row level returned is the two-sided normal level of c, never below LEAST (CONFIDENCE unless
+    given; one row, or bands wide against the noise: about CONFIDENCE, or LEAST).
+
+    Why not Bonferroni: a table's rows move together (a name's p50, p90 and p95, Aggregated and its
+    names come from the same drawn windows), and the joint replicates know by how much; and where
+    the band alone keeps a row from a false verdict, its interval need not widen. Rows without
+    spread (no failures on either side) or replicates are left out: their interval is a point."""
+    z = []
+    for i, d in enumerate(diffs):
+        if not np.isfinite(d).sum() > 1:
+            continue
+        sd = float(np.nanstd(d, ddof=1))
+        if not sd > 0:
+            continue
+        stray = np.abs(d - np.nanmedian(d))
+        edge = bands[i] if bands is not None and math.isfinite(bands[i]) else 0.0
+        z.append(np.where(stray > edge, stray / sd, 0.0))  # NaN stays NaN (np.where keeps it)
+    least = confidence if least is None else least
+    if not z:
+        return least
+    largest = np.fmax.reduce(np.vstack(z), axis=0)  # NaN only where every row's is
+    largest = largest[np.isfinite(largest)]
+    if not len(largest):
+        return least
+    c = float(np.quantile(largest, confidence))
+    return max(least, 2 * NormalDist().cdf(c) - 1)
 
 
 def compare(
@@ -423,22 +479,44 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
     replicates: int = BOOTSTRAP,
+    min_effect: float = 0.0,
 ) -> dict[str, dict[str, Difference]]:
     """{metric: {name: Difference}}: point estimates and the bootstrap interval, seeded (the
-    baseline draws first, then the candidate, from one generator: the same SEED, the same CI)."""
+    baseline draws first, then the candidate, from one generator: the same SEED, the same CI). The
+    intervals are simultaneous: every row of the table is judged (core/checks.py verdict, with
+    MIN_EFFECT's band), so each row's level is the one at which the whole table calls a change that
+    is not there in at most 1 - CONFIDENCE of comparisons, not each row."""
     rng = np.random.default_rng(seed)
     base_boot = bootstrap(baseline, grid, metrics, replicates, rng)
     cand_boot = bootstrap(candidate, grid, metrics, replicates, rng)
     base_point, cand_point = point(baseline, grid, metrics), point(candidate, grid, metrics)
     base_runs, cand_runs = per_run(baseline, grid, metrics), per_run(candidate, grid, metrics)
+    rows = {}
+    for metric in metrics:
+        for name in grid.names:
+            b_reps, b_run, b_df = pooled(baseline, metric, base_boot[metric][name], base_runs[metric][name])
+            c_reps, c_run, c_df = pooled(candidate, metric, cand_boot[metric][name], cand_runs[metric][name])
+            rows[(metric, name)] = (b_reps, c_reps, welch_df([(b_reps, b_run, b_df), (c_reps, c_run, c_df)]))
+    # Aggregated's rows take AGGREGATED_SHARE of 1 - CONFIDENCE, the names' rows the rest (as the
+    # history gate shares its alpha): a name's p99 of a few requests is noisy against its band, and
+    # in one family it would widen the precise whole-run rows as much as its own.
+    levels = {}
+    groups = [[key for key in rows if (key[1] == AGGREGATED) is whole] for whole in (True, False)]
+    share = AGGREGATED_SHARE if all(groups) else 1.0 if groups[0] else 0.0
+    for group, part in zip(groups, (share, 1 - share), strict=True):
+        level = simultaneous(
+            [rows[key][1] - rows[key][0] for key in group],
+            1 - (1 - confidence) * part,
+            [band(key[0], base_point[key[0]][key[1]], min_effect) for key in group],
+            least=confidence,
+        )
+        levels.update(dict.fromkeys(group, level))
     out: dict[str, dict[str, Difference]] = {}
     for metric in metrics:
         out[metric] = {}
         for name in grid.names:
-            b_reps, b_run, b_df = pooled(baseline, metric, base_boot[metric][name], base_runs[metric][name])
-            c_reps, c_run, c_df = pooled(candidate, metric, cand_boot[metric][name], cand_runs[metric][name])
-            df = welch_df([(b_reps, b_run, b_df), (c_reps, c_run, c_df)])
-            low, high = interval(b_reps, c_reps, confidence, df)
+            b_reps, c_reps, df = rows[(metric, name)]
+            low, high = interval(b_reps, c_reps, levels[(metric, name)], df)
             b, c = base_point[metric][name], cand_point[metric][name]
             if math.isfinite(b):  # every metric is >= 0, so the difference is >= -baseline
                 low, high = max(low, -b), max(high, -b)
