@@ -19,7 +19,15 @@ target on 127.0.0.1 and attacks it with each tool for --duration seconds:
               'throughput R/users'` (each user paced to its share), Locust's own p50/p99
 
 and prints, side by side: achieved rate, p50/p99 of each tool, Swarmbench's drops, and the ratio
-of Swarmbench's intended-start p99 to Vegeta's p99.
+of Swarmbench's intended-start p99 to Vegeta's p99. Each figure is the median of --repeats runs
+(default 3) with their range [min-max]; the ratio is the median of each repeat's own ratio.
+
+    python bench/bench_open_model.py --rates 1000 --repeats 10 --against c12f531 [--no-vegeta]
+
+also runs COMMIT's Swarmbench (its tree from `git archive`: its plugin, locustfiles and
+locust.conf, with this checkout's Python and Locust) beside this checkout's, alternating which goes
+first in each repeat, a fresh target for every run, and prints the pair: each side's median and
+range, and the median of the paired ratios (this / COMMIT) of each figure.
 
     python bench/bench_open_model.py --capacity [--repeats 3] [--users 100] [--duration 15]
 
@@ -125,10 +133,17 @@ def build(work: Path, vegeta: str | None) -> tuple[Path, Path]:
 
 
 def run_swarmbench(
-    url: str, rate: float, args: argparse.Namespace, out: Path, mode: str = "open", cpus: Cpus = None
+    url: str,
+    rate: float,
+    args: argparse.Namespace,
+    out: Path,
+    mode: str = "open",
+    cpus: Cpus = None,
+    tree: Path = ROOT,
 ) -> dict:
     """One Locust run. MODE: open (--arrival-rate RATE), paced (closed loop, each user paced to its
-    share of RATE) or unpaced (closed loop, no think time: as many requests as the core allows)."""
+    share of RATE) or unpaced (closed loop, no think time: as many requests as the core allows).
+    TREE: whose Swarmbench runs (its plugin, locustfiles and locust.conf; --against COMMIT's)."""
     run_id = f"{mode}-{rate:g}-{next(RUNS)}"
     cmd = [sys.executable, "-m", "locust", "--headless", "-H", url, "-t", f"{args.duration}s"]
     cmd += ["-u", str(args.users), "-r", str(args.users), "--results-dir", str(out), "--run-id", run_id]
@@ -141,12 +156,13 @@ def run_swarmbench(
     if args.processes:
         port = str(free_port())
         cmd += ["--processes", str(args.processes), "--master-bind-port", port, "--master-port", port]
+    env = {**os.environ, "PYTHONPATH": str(tree)}  # its swarmbench package, not the installed one
     res = subprocess.run(
-        [*cmd, USER_CLASS], cwd=ROOT, capture_output=True, text=True, timeout=args.duration + 90,
+        [*cmd, USER_CLASS], cwd=tree, env=env, capture_output=True, text=True, timeout=args.duration + 90,
         preexec_fn=pin(cpus),
     )  # fmt: skip
     if res.returncode != 0:
-        sys.exit(f"bench_open_model: Locust failed ({mode}, {rate:g}/s):\n{res.stderr[-2000:]}")
+        sys.exit(f"bench_open_model: Locust failed ({mode}, {rate:g}/s, {tree}):\n{res.stderr[-2000:]}")
     run_dir = out / run_id
     manifest = RunManifest.read(run_dir / folder.MANIFEST)
     cpu = manifest.worker_cpu.mean_percent if manifest.worker_cpu else None
@@ -231,29 +247,80 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def compare(args: argparse.Namespace, target_bin: Path, vegeta: Path, work: Path) -> None:
-    """Swarmbench and Vegeta at each rate, side by side (and a closed-loop Locust with --closed)."""
-    tool = VEGETA_VERSION if not args.vegeta else args.vegeta
+def spread(values: list[float | None], digits: int = 2) -> str:
+    """The median of VALUES with their range: '12.34 [11.90-13.02]' ('-' when none is known)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-"
+    if len(known) == 1:
+        return f"{known[0]:.{digits}f}"
+    return f"{statistics.median(known):.{digits}f} [{min(known):.{digits}f}-{max(known):.{digits}f}]"
+
+
+FIGURES = (("achieved", "achieved/s", 1), ("p50", "p50 ms", 2), ("p99", "p99 ms", 2),
+           ("ip50", "int. p50 ms", 2), ("ip99", "int. p99 ms", 2), ("cpu", "CPU %", 1))  # fmt: skip
+"""Swarmbench's figures the table prints: (key, heading, decimals)."""
+
+
+def source_tree(commit: str, work: Path) -> Path:
+    """COMMIT's files (git archive) in WORK, for --against: one line and exit 2 when it is no commit."""
+    got = subprocess.run(["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True)
+    if got.returncode != 0:
+        why = got.stderr.decode().strip() or "not a commit here"
+        sys.exit(f"bench_open_model: --against {commit}: {why}")
+    tree = work / f"against-{commit}"
+    tree.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=got.stdout, check=True)
+    return tree
+
+
+def compare(args: argparse.Namespace, target_bin: Path, vegeta: Path | None, work: Path) -> None:
+    """Swarmbench and Vegeta at each rate, side by side, --repeats times (and a closed-loop Locust
+    with --closed); with --against COMMIT, COMMIT's Swarmbench too, alternating first in each repeat."""
+    tool = "not run" if vegeta is None else VEGETA_VERSION if not args.vegeta else args.vegeta
     print(f"target: {'ALBUMS_DELAY=' + args.delay if args.delay else 'no delay'}; Swarmbench pool "
           f"{args.users} {USER_CLASS} users, {args.processes or 'standalone'} worker process(es); "
-          f"{args.duration} s per run; vegeta {tool}")  # fmt: skip
-    print(row("rate/s", "tool", "achieved/s", "p50 ms", "p99 ms", "int. p50 ms", "int. p99 ms", "dropped",
-              "CPU %", "int.p99/veg."))  # fmt: skip
+          f"{args.duration} s per run, {args.repeats} repeat(s), median [min-max]; "
+          f"vegeta {tool}")  # fmt: skip
+    sides = [("this", ROOT)]
+    if args.against:
+        sides.append((args.against, source_tree(args.against, work)))
     for rate in args.rates:
-        with Target(target_bin, args.delay) as t:
-            s = run_swarmbench(t.url, rate, args, work / "results")
-        with Target(target_bin, args.delay) as t:
-            v = run_vegeta(vegeta, t.url, rate, args, work)
-        print(row(f"{rate:g}", "swarmbench", fmt(s["achieved"]), fmt(s["p50"], 2), fmt(s["p99"], 2),
-                  fmt(s["ip50"], 2), fmt(s["ip99"], 2), s["dropped"], fmt(s["cpu"]),
-                  f"{s['ip99'] / v['p99']:.3f}"))  # fmt: skip
-        print(row("", "vegeta", fmt(v["achieved"]), fmt(v["p50"], 2), fmt(v["p99"], 2), "", "",
-                  f"ok {v['success']:.0%}"))  # fmt: skip
-        if args.closed:
-            with Target(target_bin, args.delay) as t:
-                c = run_swarmbench(t.url, rate, args, work / "results", mode="paced")
-            print(row("", "closed", fmt(c["achieved"]), fmt(c["p50"], 2), fmt(c["p99"], 2), "", "", "-",
-                      fmt(c["cpu"])))  # fmt: skip
+        found: dict[str, list[dict]] = {label: [] for label, _ in sides}
+        veg: list[dict] = []
+        closed: list[dict] = []
+        for i in range(args.repeats):
+            for label, tree in sides if i % 2 == 0 else sides[::-1]:  # alternate who goes first
+                with Target(target_bin, args.delay) as t:
+                    found[label].append(run_swarmbench(t.url, rate, args, work / "results", tree=tree))
+            if vegeta is not None:
+                with Target(target_bin, args.delay) as t:
+                    veg.append(run_vegeta(vegeta, t.url, rate, args, work))
+            if args.closed:
+                with Target(target_bin, args.delay) as t:
+                    closed.append(run_swarmbench(t.url, rate, args, work / "results", mode="paced"))
+            print(f"  {rate:g}/s: repeat {i + 1} of {args.repeats} done", file=sys.stderr, flush=True)
+        print(f"\nrate {rate:g}/s")
+        for label, runs in found.items():
+            cells = [f"{h} {spread([r[k] for r in runs], d)}" for k, h, d in FIGURES]
+            dropped = sum(r["dropped"] or 0 for r in runs)
+            print(f"  swarmbench ({label}): " + "; ".join(cells) + f"; dropped {dropped} in all")
+            if veg:
+                ratios = [r["ip99"] / v["p99"] for r, v in zip(runs, veg, strict=True)]
+                print(f"    int. p99 / vegeta's p99: {spread(ratios, 3)}")
+        if veg:
+            cells = [f"{h} {spread([v[k] for v in veg], d)}" for k, h, d in FIGURES[:3]]
+            ok = min(v["success"] for v in veg)
+            print("  vegeta: " + "; ".join(cells) + f"; success at least {ok:.0%}")
+        if closed:
+            cells = [f"{h} {spread([c[k] for c in closed], d)}" for k, h, d in FIGURES[:3]]
+            print("  closed loop (this): " + "; ".join(cells))
+        if args.against:
+            mine, theirs = found["this"], found[args.against]
+            for key, heading, _ in FIGURES[1:5]:
+                ratios = [a[key] / b[key] for a, b in zip(mine, theirs, strict=True) if b[key]]
+                pairs = f"(paired, {len(ratios)} pairs)"
+                print(f"  this / {args.against}, {heading}: {spread(ratios, 3)} {pairs}")
         sys.stdout.flush()
 
 
@@ -302,8 +369,12 @@ def main() -> None:
     p.add_argument("--vegeta", help="a vegeta binary to use instead of building the pinned one")
     p.add_argument("--closed", action="store_true", help="also a closed-loop Locust run per rate")
     p.add_argument("--capacity", action="store_true", help="requests per core, closed vs open (no Vegeta)")
-    p.add_argument("--repeats", type=int, default=3, help="--capacity: closed/open pairs (median)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per point (median); --capacity: pairs")
+    p.add_argument("--against", help="also run this commit's Swarmbench, paired with this checkout's")
+    p.add_argument("--no-vegeta", action="store_true", help="leave Vegeta out (e.g. --against alone)")
     args = p.parse_args()
+    if args.repeats < 1:
+        sys.exit(f"bench_open_model: --repeats {args.repeats}: at least 1")
     if shutil.which("go") is None:
         sys.exit("bench_open_model: needs Go (the target and Vegeta are built from source)")
     if args.capacity and args.processes:
@@ -314,8 +385,11 @@ def main() -> None:
             target_bin = build_target(work)
             capacity(args, target_bin, work)
         else:
-            target_bin, vegeta = build(work, args.vegeta)
-            compare(args, target_bin, vegeta, work)
+            if args.no_vegeta:
+                compare(args, build_target(work), None, work)
+            else:
+                target_bin, vegeta = build(work, args.vegeta)
+                compare(args, target_bin, vegeta, work)
 
 
 if __name__ == "__main__":

@@ -126,9 +126,12 @@ def compare_runs(base: Sequence[Run], cand: Sequence[Run], read: _Reader) -> tup
     folder-name order (a folder of repeats' order), the default run-to-run noise, seed 0."""
     b = [read(r) for r in sorted(base, key=lambda r: r.folder.name)]
     c = [read(r) for r in sorted(cand, key=lambda r: r.folder.name)]
-    grid, side_b, side_c = compare_grid.build(b, c, [AGGREGATED])
+    # Every request name both sides have, as `swarmbench compare` judges them: the table's rows share
+    # its confidence (stats.compare), so Aggregated's interval is the one compare prints.
+    names = compare_grid.names(b, c, None).common
+    grid, side_b, side_c = compare_grid.build(b, c, names)
     side_b.noise = side_c.noise = dict(DEFAULT_NOISE)
-    found = stats.compare(side_b, side_c, grid, list(METRICS), CONFIDENCE, SEED)
+    found = stats.compare(side_b, side_c, grid, list(METRICS), CONFIDENCE, SEED, min_effect=MIN_EFFECT)
     results = {
         m: Result(m, found[m][AGGREGATED], verdict(m, found[m][AGGREGATED], MIN_EFFECT)) for m in METRICS
     }
