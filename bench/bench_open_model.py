@@ -238,11 +238,6 @@ def run_vegeta(vegeta: Path, url: str, rate: float, args: argparse.Namespace, wo
 # --- the tables -----------------------------------------------------------------------------------
 
 
-def row(*cells: object) -> str:
-    widths = (7, 11, 10, 8, 8, 11, 11, 9, 6, 12)
-    return "  ".join(f"{c!s:>{w}}" for c, w in zip(cells, widths, strict=False))
-
-
 def fmt(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 

@@ -36,7 +36,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from swarmbench.compare.stats import AGGREGATED_SHARE, Difference, f_quantile, t_quantile
+from swarmbench.compare.stats import Difference, aggregated_share, f_quantile, t_quantile
 from swarmbench.core.checks import AGGREGATED, ERROR_RATE_FLOOR
 
 MIN_RUNS = 5
@@ -266,7 +266,7 @@ def row_alphas(names: Sequence[str], metrics: Sequence[str], alpha: float) -> di
     is empty). The shares sum to ALPHA: the whole gate's false-alarm rate is at most ALPHA."""
     aggregated = [n for n in names if n == AGGREGATED]
     others = [n for n in names if n != AGGREGATED]
-    share = AGGREGATED_SHARE if aggregated and others else 1.0 if aggregated else 0.0
+    share = aggregated_share(names)
     out = {}
     for group, part in ((aggregated, share), (others, 1 - share)):
         for name in group:

@@ -20,6 +20,7 @@ would cost the compare command 0.4 s of import. Both are tested against scipy.st
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import NormalDist
@@ -434,6 +435,14 @@ first and most surely, and with 10 names a uniform share would leave each Aggreg
 alpha."""
 
 
+def aggregated_share(names: Sequence[str]) -> float:
+    """The part of a comparison's alpha Aggregated's rows take among NAMES: AGGREGATED_SHARE when
+    request names are there too, else all of it to whichever group is there (compare's table and the
+    history gate's row_alphas split alike)."""
+    whole, parts = AGGREGATED in names, any(n != AGGREGATED for n in names)
+    return AGGREGATED_SHARE if whole and parts else 1.0 if whole else 0.0
+
+
 def simultaneous(
     diffs: list[np.ndarray], confidence: float, bands: list[float] | None = None, least: float | None = None
 ) -> float:
@@ -502,7 +511,7 @@ def compare(
     # in one family it would widen the precise whole-run rows as much as its own.
     levels = {}
     groups = [[key for key in rows if (key[1] == AGGREGATED) is whole] for whole in (True, False)]
-    share = AGGREGATED_SHARE if all(groups) else 1.0 if groups[0] else 0.0
+    share = aggregated_share(grid.names)
     for group, part in zip(groups, (share, 1 - share), strict=True):
         level = simultaneous(
             [rows[key][1] - rows[key][0] for key in group],
