@@ -19,6 +19,7 @@ import pytest
 from harness import ROOT, Target, run_locust
 from runs import only_run
 
+from swarmbench.core import folder
 from swarmbench.core.checks import (
     AGGREGATED,
     METRICS,
@@ -28,6 +29,7 @@ from swarmbench.core.checks import (
     parse_checks,
 )
 from swarmbench.core.exits import UsageError
+from swarmbench.latency.histogram import LatencyBook, new_histogram, percentile_ms
 from swarmbench.runner import settings
 
 FIXTURES = ROOT / "tests" / "fixtures" / "checks"
@@ -258,10 +260,18 @@ def test_same_name_under_two_methods_is_combined(probe_run):
     get, post = rows[("GET", "shared")], rows[("POST", "shared")]
     both_rps = float(get["Requests/s"]) + float(post["Requests/s"])
     assert checks["shared:rps>0"]["measured"] == pytest.approx(both_rps, abs=2e-3)
-    p95 = checks["shared:p95<100000"]["measured"]
-    exact = exact_rows(probe_run[3])
-    get95, post95 = (float(exact[(m, "shared")]["p95_ms"]) for m in ("GET", "POST"))
-    assert min(get95, post95) <= p95 <= max(get95, post95)
+    # The combined p95 is the p95 of the two methods' histograms merged, read back from the run's
+    # own file. (It need not lie between the two methods' p95s: each rounds its target count on
+    # its own, so with ~150 requests a method the merged one can be the next sample above both,
+    # which is what an earlier bound here tripped on under load.)
+    book = LatencyBook.read(probe_run[3] / folder.LATENCY_HDR_JSON)
+    merged = new_histogram()
+    for method in ("GET", "POST"):
+        merged.add(book.hists[(method, "shared", "service")])
+    timed = sum(int(exact_rows(probe_run[3])[(m, "shared")]["count"]) for m in ("GET", "POST"))
+    assert merged.get_total_count() == timed > 0
+    assert checks["shared:p95<100000"]["measured"] == percentile_ms(merged, 95)
+    assert checks["shared:p95<100000"]["exact"] is True
 
 
 def test_unknown_endpoint_fails_with_a_reason_not_a_crash(probe_run):
