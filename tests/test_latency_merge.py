@@ -184,6 +184,21 @@ def test_a_late_piece_reopens_a_sealed_window_and_counts_once():
     assert written(windows) == reference_file(pieces)
 
 
+def test_windows_every_worker_reported_past_are_sealed_early_and_write_the_same_file():
+    """seal_before (the master's per-worker coverage, plugin/latency.py seal_covered): the windows
+    before the covered one seal now, the rest stay open, and the file is the one sealing late writes."""
+    pieces = reports(9, workers=2, windows=20)
+    windows = Windows()
+    for report in pieces:
+        windows.merge(report)
+    newest = windows.newest
+    assert newest - SEAL_AFTER - 1 in windows.sealed and newest - SEAL_AFTER in windows.piles
+    windows.seal_before(newest - 1)
+    assert set(windows.piles) == {newest - 1, newest}
+    assert all(w in windows.sealed for w in range(newest - 1))
+    assert written(windows) == reference_file(pieces)
+
+
 def test_totals_while_running_hold_open_and_sealed_windows_without_sealing():
     pieces = reports(8, workers=2, windows=20)
     windows = Windows()

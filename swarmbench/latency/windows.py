@@ -107,7 +107,8 @@ SEAL_AFTER = 6
 """Windows a window stays open behind the newest one seen before it is counted per key and its CSV
 rows are made. Workers report every 3 s, each report holding the windows since their last one, so
 after ~2 report intervals a window rarely gets more; a piece that still comes later re-opens it
-(the rows are made again, as exact: only slower)."""
+(the rows are made again, as exact: only slower). The master seals sooner when every worker has
+said its reports hold everything up to a later time (seal_before)."""
 
 KEYSETS_KEPT = 1024
 """Distinct key lists (a report's [type, name, kind]s, in its order) the master remembers checked:
@@ -443,6 +444,14 @@ class Windows:
     def seal_all(self) -> None:
         for window in list(self.piles):
             self.seal(window)
+
+    def seal_before(self, window: int) -> None:
+        """Seal the open windows before WINDOW now, not SEAL_AFTER windows behind the newest: the
+        caller knows every generator has reported past them (the master's per-worker coverage,
+        plugin/latency.py), so the live thresholds and the metrics' last window need not wait. A
+        piece that still comes re-opens its window, as after SEAL_AFTER (exact, only slower)."""
+        for open_window in [w for w in self.piles if w < window]:
+            self.seal(open_window)
 
     def _sealed_counts(self, window: int) -> dict[Key, Counter[int]]:
         """A sealed window's counts back from its lines (the hdr column is the last, and base64

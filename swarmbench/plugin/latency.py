@@ -65,16 +65,21 @@ REPORT_KEY = "swarmbench_latency"
 windows count from, "keys" and "windows": a latency/windows.py Shipment, "timeline": {...}} (deltas)."""
 
 
-def payload(t0: float, shipment: Shipment, timeline: dict[str, dict[str, str]]) -> dict[str, Any]:
+def payload(
+    t0: float, shipment: Shipment, timeline: dict[str, dict[str, str]], upto: float | None = None
+) -> dict[str, Any]:
     """What a worker's stats report carries under REPORT_KEY: Recorder.take()'s SHIPMENT and
     TIMELINE, counted from T0, with the windows' wire version (the master refuses another one,
-    saying so)."""
+    saying so) and UPTO, the worker's clock (epoch seconds) when it took them: every request that
+    ended before then is in this report or an earlier one (a master of an earlier version ignores
+    it; a worker of one sends none, and its windows seal SEAL_AFTER behind, as before)."""
     return {
         "v": WIRE_VERSION,
         "t0": t0,
         "keys": shipment.keys,
         "windows": shipment.windows,
         "timeline": timeline,
+        "upto": upto,
     }
 
 
@@ -103,6 +108,9 @@ class Latency:
         self._totals: LatencyBook | None = None
         self.refused: set[str] = set()  # workers whose windows are of another wire version (said once)
         self._journaled = False  # this run's sealed windows go to the run folder as they seal
+        # (master) each worker's last report's UPTO (payload()) counted from self.t0: the windows
+        # before the earliest of them are whole, and are sealed then (seal_covered).
+        self.covered: dict[str, float] = {}
 
     # --- set up and the test's clock -------------------------------------------------------------
 
@@ -209,7 +217,8 @@ class Latency:
     def on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
         if not self.enabled:
             return
-        data[REPORT_KEY] = payload(self.t0, *self.recorder.take())
+        upto = time.time()  # before take(): a request that ends in between is in the next report
+        data[REPORT_KEY] = payload(self.t0, *self.recorder.take(), upto=upto)
 
     def on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
         report = data.get(REPORT_KEY)
@@ -228,6 +237,22 @@ class Latency:
                 )
             return
         self._add(report, f"worker {client_id}'s report")
+        upto, sent_t0 = report.get("upto"), report.get("t0")
+        if isinstance(upto, int | float) and isinstance(sent_t0, int | float):
+            self.covered[client_id] = float(upto) - self.t0
+            self.seal_covered()
+
+    def seal_covered(self) -> None:
+        """(master) Seal the windows every worker has reported past: the live thresholds and the
+        metrics' last window then see a window one report (3 s) after it ends, not SEAL_AFTER
+        windows and a report later. Every connected worker counts, a missing one too: until it has
+        said how far it got (a worker of an earlier version never does), nothing is sealed early."""
+        runner = self.runner
+        if not isinstance(runner, MasterRunner) or not runner.clients:
+            return
+        marks = [self.covered.get(client_id) for client_id in runner.clients]
+        if all(m is not None for m in marks):
+            self.windows.seal_before(window_of(min(m for m in marks if m is not None)))
 
     def _add(self, report: dict, where: str) -> None:
         shipment = Shipment(report.get("keys"), report.get("windows"))
@@ -261,9 +286,12 @@ class Latency:
         """(standalone) This process's own samples into the run's windows."""
         if self.runner is None or isinstance(self.runner, MasterRunner | WorkerRunner):
             return
+        upto = time.time() - self.t0
         shipment, timeline = self.recorder.take()
         if shipment.windows or timeline:
             self._add(payload(self.t0, shipment, timeline), "this process")
+        if self.windows:  # every request that ended before UPTO is filed: its windows are whole
+            self.windows.seal_before(window_of(upto))
 
     # --- the end ---------------------------------------------------------------------------------
 
@@ -334,6 +362,7 @@ class Latency:
         Windows object's id, which a new object may reuse)."""
         self.windows, self.timeline, self._totals = Windows(), Timeline(), None
         self._journaled = False
+        self.covered = {}  # reports counted from the old start say nothing of the new windows
         self._live = self._series = None
 
 

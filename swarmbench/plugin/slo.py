@@ -3,9 +3,11 @@ LOCUST_CHECKS) while it goes, on the master's merged exact figures of each seale
 stops the whole run at the first window that breaks one (k6's abortOnFail, but on every worker's
 requests together: k6 evaluates each instance on its own).
 
-    which windows   sealed ones only (latency/windows.py seals a window SEAL_AFTER windows behind
-                    the newest, when no piece of it can still come): a window's p95 is then the
-                    merged exact figure locust_latency_windows.csv will hold, never a part of it.
+    which windows   sealed ones only (the master seals a window when every worker has reported
+                    past it, plugin/latency.py seal_covered, else SEAL_AFTER windows behind the
+                    newest, latency/windows.py: when no piece of it can still come): a window's
+                    p95 is then the merged exact figure locust_latency_windows.csv will hold,
+                    never a part of it.
                     Windows starting in the first --abort-grace (default 10 s, k6's delayAbortEval)
                     are not checked: the ramp-up. A window without a request of the name is no
                     breach (no data proves nothing either way; the final check says so).
@@ -18,9 +20,9 @@ requests together: k6 evaluates each instance on its own).
                     threshold, the window, the figure); checks[] and junit.xml hold it as a failed
                     check; the terminal's last line says it; exit code 3.
 
-The delay from a breach to the stop: the window is sealed after SEAL_AFTER more windows and a worker
-report (every 3 s), then checked within CHECK_INTERVAL_S. Web-UI runs are not stopped (thresholds are
-a headless run's verdict)."""
+The delay from a breach to the stop: the window is sealed when the last worker's report past its end
+comes (every 3 s), then checked within CHECK_INTERVAL_S: 1-4 s after the window ends. Web-UI runs
+are not stopped (thresholds are a headless run's verdict)."""
 
 from __future__ import annotations
 
