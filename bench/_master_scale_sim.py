@@ -239,7 +239,7 @@ class Simulator:
         }
         data[generator.LAG_REPORT_KEY] = self.lag_report
         shipment = moved(tpl.windows, windows) if tpl else Shipment([], [])
-        data[latency.REPORT_KEY] = latency.payload(t0, shipment, {})
+        data[latency.REPORT_KEY] = latency.payload(t0, shipment, {}, upto=now)  # as a worker's
         if worker.spawned:  # cumulative, like pacing.Pacing's
             worker.waits += int(self.rps * WORKER_REPORT_INTERVAL)
             data[pacing.REPORT_KEY] = {

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -83,6 +84,12 @@ def payload(
     }
 
 
+SWEEP_S = 0.5
+"""(master) seal_covered looks at most this often on a worker's report (each look is a pass over the
+workers); the live thresholds' loop looks every second as well, so a window is sealed within 1 s of
+the report that completes it."""
+
+
 Intended = Callable[[float | None, float], tuple[float, int] | None]
 """The open model's (openmodel.py Pool): a request's (ms since its intended start, schedule second),
 or None."""
@@ -111,6 +118,7 @@ class Latency:
         # (master) each worker's last report's UPTO (payload()) counted from self.t0: the windows
         # before the earliest of them are whole, and are sealed then (seal_covered).
         self.covered: dict[str, float] = {}
+        self._swept = -math.inf  # when seal_covered last looked (time.monotonic())
 
     # --- set up and the test's clock -------------------------------------------------------------
 
@@ -240,13 +248,20 @@ class Latency:
         upto, sent_t0 = report.get("upto"), report.get("t0")
         if isinstance(upto, int | float) and isinstance(sent_t0, int | float):
             self.covered[client_id] = float(upto) - self.t0
-            self.seal_covered()
+            self.seal_covered(SWEEP_S)
 
-    def seal_covered(self) -> None:
+    def seal_covered(self, every: float = 0.0) -> None:
         """(master) Seal the windows every worker has reported past: the live thresholds and the
         metrics' last window then see a window one report (3 s) after it ends, not SEAL_AFTER
         windows and a report later. Every connected worker counts, a missing one too: until it has
-        said how far it got (a worker of an earlier version never does), nothing is sealed early."""
+        said how far it got (a worker of an earlier version never does), nothing is sealed early.
+        EVERY: not again within that many seconds (a look is one pass over the workers: on each of
+        1,000 workers' reports that would be a million a report interval); the live thresholds'
+        loop looks every second regardless."""
+        now = time.monotonic()
+        if now < self._swept + every:
+            return
+        self._swept = now
         runner = self.runner
         if not isinstance(runner, MasterRunner) or not runner.clients:
             return

@@ -92,6 +92,7 @@ class LiveChecks:
             gevent.sleep(CHECK_INTERVAL_S)
             latency = self.plugin.latency
             latency.live_totals()  # a standalone runner's own samples filed (and old windows sealed)
+            latency.seal_covered()  # (master) what every worker has reported past
             windows: Windows = latency.windows
             last = checked[1] if checked[0] == id(windows) else -1  # --reset-stats: windows anew
             for window in sealed_windows(windows):
