@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import free_port, wait_http
 from integrity import assert_exact, post, spawn, ui_rounds
-from runs import assert_complete_folder, only_run, target_album_requests
+from runs import assert_complete_folder, only_run, stats, target_album_requests, total
 
 
 def check_ui_folders(runs: list[Path], counts: list[int]) -> None:
@@ -58,6 +58,13 @@ def test_web_ui_start_stop_and_reset_write_new_exact_folders(albums_target, tmp_
     assert (after["started_from"], after["status"]) == ("ui", "complete")
     parts = before["totals"]["requests"], after["totals"]["requests"]
     assert min(parts) > 0 and sum(parts) == counts[1] - counts[0], "the reset lost or doubled requests"
+    # Each folder's files agree: the histograms hold what Locust counted, and run.json's totals are
+    # its locust_stats.csv's. (The next folder's start once waited on the network inside the reset,
+    # before Locust cleared its stats: a report taken then was lost to Locust but not to the
+    # histograms, under load.)
+    for run_dir, m in zip(runs[1:], (before, after), strict=True):
+        assert m["latency"]["exact"] is True, run_dir
+        assert m["totals"]["requests"] == total(stats(run_dir)), run_dir
 
 
 def test_web_ui_keeps_running_when_its_run_folder_cannot_be_created(albums_target, tmp_path):

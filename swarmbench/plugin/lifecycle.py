@@ -394,10 +394,16 @@ def settle_exit_code(run: Run, allow_degraded: bool) -> None:
 def finish(run: Run, exit_code: int | None) -> None:
     """Stop the samplers, write the final CSVs, Locust's report and the run page, then run.json (last:
     its presence means the rest is there). EXIT_CODE: the process's, None for a web-UI run (the
-    process goes on)."""
+    process goes on).
+
+    The target's counters are read first: the only call here that waits on the network, so the
+    only point where this greenlet yields and a worker's report can land in Locust's stats. After
+    it, every file is written from one set of numbers (a web-UI reset goes on running: a report
+    taken in between the CSVs and run.json's totals made them disagree)."""
     if run.finished:
         return
     run.finished = True
+    after = target.scrape(run.env.host or "") if run.target_before and run.run_dir else None
     for g in run.greenlets:
         g.kill(block=False)
     if run.ended_at is None:
@@ -409,7 +415,7 @@ def finish(run: Run, exit_code: int | None) -> None:
         run.csv.finalize()
     if run.run_dir:
         write_report(run)
-        fill_manifest(run, exit_code)
+        fill_manifest(run, exit_code, after)
         write_page(run)
         folder.write_json_atomic(run.run_dir / folder.MANIFEST, run.manifest.to_json())
         logger.info("Results saved to %s/ (the run page: %s)", run.run_dir, run.run_dir / folder.REPORT_HTML)
@@ -433,10 +439,10 @@ def write_page(run: Run) -> None:
         logger.exception("The run page %s could not be written", run.run_dir / folder.REPORT_HTML)
 
 
-def fill_manifest(run: Run, exit_code: int | None) -> RunManifest:
-    """The settings and the outcome; the sections other modules set are already there."""
+def fill_manifest(run: Run, exit_code: int | None, after: dict | None = None) -> RunManifest:
+    """The settings and the outcome; the sections other modules set are already there. AFTER: the
+    target's counters at the end (finish() reads them first)."""
     env, opts, runner, m = run.env, run.env.parsed_options, run.runner, run.manifest
-    after = target.scrape(env.host or "") if run.target_before else None
     total = env.stats.total
     started, ended = run.started_at, run.ended_at
     is_master = isinstance(runner, MasterRunner)

@@ -70,7 +70,7 @@ from typing import Any
 import gevent
 from locust import events as locust_events
 from locust.env import Environment
-from locust.runners import MasterRunner, Runner, WorkerRunner
+from locust.runners import STATE_STOPPED, STATE_STOPPING, MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import bottleneck, exits, headers
 from swarmbench.core.checks import Check
@@ -273,7 +273,18 @@ class Swarmbench:
         if run is None or run.started_from != UI or run.started_at is None or self.env is None:
             return
         end_ui_run(run, self, reason="stats reset from the web UI; the test goes on in a new folder")
-        self.run = begin_ui_run(self.env)
+        self.run = None
+        # The next folder starts once Locust has reset its stats, right after this listener: its
+        # start reads the target's counters over the network, and a worker's report taken during
+        # that wait would land in the stats Locust is about to clear (lost from both folders).
+        gevent.spawn(self.begin_after_reset, self.env)
+
+    def begin_after_reset(self, env: Environment) -> None:
+        """(web UI) The folder after a reset, opened as Locust's reset_stats returns (no report can
+        come in between: nothing yields there)."""
+        if self.run is not None or env.runner is None or env.runner.state in (STATE_STOPPED, STATE_STOPPING):
+            return  # Stop (or another Start) came first
+        self.run = begin_ui_run(env)
         if lifecycle.start(self.run):
             lifecycle.start_host_cpu(self.run)
 
