@@ -1,7 +1,7 @@
 """`swarmbench history add|list|import|export|accept`: runs into the history store and out of it
 again, and a person's decision on a run (their options are parsed in swarmbench/cli.py; `history
-triage` needs the trend's statistics: compare/commands.py). Standard library only: a runner records its runs
-with these, and a CI job without numpy can keep main's history.
+triage` needs the trend's statistics: compare/trend_commands.py). Standard library only: a runner
+records its runs with these, and a CI job without numpy can keep main's history.
 
 Every command opens the store named by `--history` (else SWARMBENCH_HISTORY, else
 results/history.sqlite): a refused store or run folder is one line (`swarmbench: error: ...`),
