@@ -738,9 +738,9 @@ def _run_floor(args: argparse.Namespace) -> int:
 def _run_history(args: argparse.Namespace) -> int:
     if args.action == "triage":  # the trend's statistics: numpy
         require("compare", "swarmbench history triage")
-        from swarmbench.compare import commands as compare_commands
+        from swarmbench.compare import trend_commands
 
-        return compare_commands.triage_command(args)
+        return trend_commands.triage_command(args)
     from swarmbench.history import commands
 
     return commands.run(args)
@@ -748,9 +748,9 @@ def _run_history(args: argparse.Namespace) -> int:
 
 def _run_trend(args: argparse.Namespace) -> int:
     require("compare", "swarmbench trend")
-    from swarmbench.compare import commands
+    from swarmbench.compare import trend_commands
 
-    return commands.trend_command(args)
+    return trend_commands.trend_command(args)
 
 
 def _run_analysis(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ from swarmbench.compare.trend import (
     TREND_NOISES,
     WINDOW,
     Change,
+    column,
     configurations,
     log_scale,
     point_json,
@@ -51,7 +52,7 @@ from swarmbench.compare.trend import (
     t_two_sided_p,
     trend_method,
 )
-from swarmbench.history.store import Configuration, HistoryError, RunRecord, Store
+from swarmbench.history.store import Configuration, HistoryError, RunRecord, Series, Store
 
 ANCHOR_RUNS = 10
 """Runs of the default anchor (and of a pinned one, ending at the RUN given): the gate's baseline
@@ -129,11 +130,14 @@ def check(
     window: int = WINDOW,
     max_pvalue: float = MAX_PVALUE,
     magnitude: float | None = None,
+    series: Series | None = None,
 ) -> tuple[list[Change], list[Regression]]:
     """CONFIG's change points (trend.trend) and its open regressions (the module's rules), from one
-    read of its series. ANCHOR: a run pinned as the reference (run_id or run_key)."""
-    series = store.series(config.fingerprint, config.host, config.testbed, config.branch, metrics=metrics,
-                          last=last)  # fmt: skip
+    read of its series (SERIES: that read, its LAST runs of METRICS, when the caller has it already).
+    ANCHOR: a run pinned as the reference (run_id or run_key)."""
+    if series is None:
+        series = store.series(config.fingerprint, config.host, config.testbed, config.branch,
+                              metrics=metrics, last=last)  # fmt: skip
     changes = series_changes(series, metrics, window=window, max_pvalue=max_pvalue, magnitude=magnitude)
     runs = series.runs
     if not runs:
@@ -152,11 +156,11 @@ def check(
     for c in changes:
         by_series.setdefault((c.type, c.name, c.metric), []).append(c)
     n_series = max(1, len(series.values) * len(metrics))
-    spreads = _spreads(series.values, metrics)
+    spreads = _spreads(series, metrics)
     out = []
-    for (type_, name), per in sorted(series.values.items()):
+    for type_, name in sorted(series.values):
         for metric in metrics:
-            y = np.asarray(per[metric], dtype=float)
+            y = column(series, (type_, name), metric)
             changed = by_series.get((type_, name, metric), [])
             spread = spreads[(type_, name, metric)]
             found = _open(y, changed, acc, pinned, metric, n_series, magnitude, spread)
@@ -168,9 +172,7 @@ def check(
     return changes, out
 
 
-def _spreads(
-    values: dict[tuple[str, str], dict[str, list[float]]], metrics: Sequence[str]
-) -> dict[tuple[str, str, str], tuple[float, float]]:
+def _spreads(series: Series, metrics: Sequence[str]) -> dict[tuple[str, str, str], tuple[float, float]]:
     """Per series, the level test's noise and its degrees of freedom: the series' own robust noise,
     or where that is within POOL_RATIO of the median of the configuration's names for the metric,
     the larger of the two with POOL_SHARE of the names' degrees of freedom together. Where the names'
@@ -180,9 +182,9 @@ def _spreads(
     name noisier than the rest keeps its own noise and degrees of freedom (the pooling never lowers
     a series' noise)."""
     own: dict[tuple[str, str, str], tuple[float, float]] = {}
-    for (type_, name), per in values.items():
+    for type_, name in series.values:
         for metric in metrics:
-            x = log_scale(np.asarray(per[metric], dtype=float))
+            x = log_scale(column(series, (type_, name), metric))
             finite = int(np.isfinite(x).sum())
             own[(type_, name, metric)] = (robust_noise(x), max(1.0, CHECK_DF_SHARE * (finite - 2)))
     out = dict(own)
@@ -272,20 +274,26 @@ def check_json(
     window: int = WINDOW,
     max_pvalue: float = MAX_PVALUE,
     magnitude: float | None = None,
+    found: list[tuple[Configuration, Series]] | None = None,
 ) -> dict:
     """trend_json's answer (compare/trend.py) with `open`: every open regression of BRANCH, and
-    `accepted`: the decisions recorded for its runs."""
+    `accepted`: the decisions recorded for its runs. FOUND: trend_series' answer for BRANCH and
+    LAST, queried here when not given (`trend --check` has read it for its page already: a second
+    read of 10,000 runs costs ~0.4 s)."""
     points, regressions = [], []
-    configs = configurations(store, branch)
+    pairs: list[tuple[Configuration, Series | None]] = (
+        list(found) if found is not None else [(c, None) for c in configurations(store, branch)]
+    )
+    configs = [c for c, _ in pairs]
     pinned = {(c.fingerprint, c.host, c.testbed) for c in configs if anchor and _holds(store, c, anchor)}
     if anchor and not pinned:
         raise HistoryError(f"--anchor {anchor}: no such run of branch {branch} in {store.where}")
-    for config in configs:  # a pinned run is one configuration's: the others keep their own anchor
+    for config, series in pairs:  # a pinned run is one configuration's: the others keep their own anchor
         mine = anchor if (config.fingerprint, config.host, config.testbed) in pinned else None
-        changes, found = check(store, config, last=last, anchor=mine, window=window, max_pvalue=max_pvalue,
-                               magnitude=magnitude)  # fmt: skip
+        changes, opened = check(store, config, last=last, anchor=mine, window=window, max_pvalue=max_pvalue,
+                                magnitude=magnitude, series=series)  # fmt: skip
         points += [point_json(config, c) for c in changes]
-        regressions += [regression_json(r) for r in found]
+        regressions += [regression_json(r) for r in opened]
     decisions = [{"run_id": d.run.run_id, "run_key": d.run.run_key, "decision": d.decision,
                   "reason": d.reason, "decided_at": d.decided_at, "decided_by": d.decided_by,
                   "fingerprint": d.run.fingerprint, "host": d.run.host, "testbed": d.run.testbed}

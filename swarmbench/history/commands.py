@@ -1,7 +1,7 @@
 """`swarmbench history add|list|import|export|accept`: runs into the history store and out of it
 again, and a person's decision on a run (their options are parsed in swarmbench/cli.py; `history
-triage` needs the trend's statistics: compare/commands.py). Standard library only: a runner records its runs
-with these, and a CI job without numpy can keep main's history.
+triage` needs the trend's statistics: compare/trend_commands.py). Standard library only: a runner
+records its runs with these, and a CI job without numpy can keep main's history.
 
 Every command opens the store named by `--history` (else SWARMBENCH_HISTORY, else
 results/history.sqlite): a refused store or run folder is one line (`swarmbench: error: ...`),
@@ -21,7 +21,6 @@ from typing import Any
 
 from swarmbench.core.exits import InputError, UsageError
 from swarmbench.core.folder import MANIFEST, create_run_dir
-from swarmbench.core.manifest import RunManifest
 from swarmbench.history import record
 from swarmbench.history.store import (
     DEFAULT_PATH,
@@ -122,6 +121,10 @@ def add(store: Store, args: argparse.Namespace) -> int:
 def master_lost(run: Path) -> str | None:
     """The reason RUN's master was lost (run.json `master_lost`), or None (a run that ended on its
     own, or a folder whose run.json cannot say: the store's reader names what is wrong with it)."""
+    # here, not at the top: the manifest's 30 dataclasses cost ~0.03 s of every history command's
+    # start (`swarmbench trend` opens its store through this module)
+    from swarmbench.core.manifest import RunManifest
+
     try:
         manifest = RunManifest.read(Path(run) / MANIFEST)
     except InputError:

@@ -438,6 +438,10 @@ class Series:
 
     runs: list[RunRecord] = field(default_factory=list)
     values: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
+    packed: dict[tuple[str, str], dict[str, array.array]] = field(default_factory=dict)
+    """The same values as array('d'), where the read had them packed already (a name in every run,
+    a REAL column without NULL): numpy reads them in place (np.frombuffer), where converting the
+    lists again costs ~0.6 ms a series of 10,000 runs, once for each of a trend's 77 series."""
 
 
 _RUN_COLUMNS = ("id", "run_key", "run_id", "started_at", "git_commit", "branch", "host", "testbed",
@@ -447,14 +451,16 @@ _REAL = frozenset(METRICS) - {"requests", "failures"}
 """The metrics stored as DOUBLE PRECISION (the rest are NOT NULL counts)."""
 
 
-def _reals(values: list[Any]) -> list[float]:
-    """A REAL column's VALUES with NULL (None) as NaN. array('d') takes floats at C speed and refuses
-    None: the cell-by-cell pass only where there is a NULL (10x faster than `None in values`)."""
+def _reals(values: list[Any]) -> tuple[list[float], array.array | None]:
+    """A REAL column's VALUES with NULL (None) as NaN, and packed as array('d') when it has no NULL
+    (else None). array('d') takes floats at C speed and refuses None: the cell-by-cell pass only
+    where there is a NULL (10x faster than `None in values`), and the array built to find out is
+    kept (Series.packed)."""
     try:
-        array.array("d", values)
+        packed = array.array("d", values)
     except TypeError:
-        return [math.nan if v is None else v for v in values]
-    return values
+        return [math.nan if v is None else v for v in values], None
+    return values, packed
 
 
 def open_store(spec: str | Path = DEFAULT_PATH) -> Store:
@@ -680,10 +686,16 @@ class Store:
             if shuffled:
                 block = [block[i] for i in order]
             per = out.values[(key[0], key[1])] = {}
+            packed = out.packed[(key[0], key[1])] = {}
             for j, m in enumerate(metrics):
                 values = list(map(operator.itemgetter(j), block))
                 # The drivers give REAL columns as float already (None: NULL); counts (BIGINT) need float().
-                per[m] = _reals(values) if m in _REAL else [float(v) for v in values]
+                if m not in _REAL:
+                    per[m] = [float(v) for v in values]
+                    continue
+                per[m], column = _reals(values)
+                if column is not None:
+                    packed[m] = column
         return True
 
     @staticmethod
