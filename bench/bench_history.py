@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
                 figures["bytes_per_run_without_hdr"] = bytes_without_hdr(stored)
             figures.update(bench_answers(spec, new))
         figures.update(bench_commands(spec, candidate_folder(Path(folder), args.runs + 1), Path(folder)))
-    if not args.commands_only:
+    if not args.commands_only and args.seeds > 0:  # --seeds 0: the store and the commands alone
         figures.update(rates(args.seeds))
     for name, value in figures.items():
         print(f"{name:40s} {value:12.4g}")
