@@ -19,9 +19,12 @@ What it serves is what the master already holds (docs/live.md lists every name):
     swarmbench_generator_lag_p99_seconds, swarmbench_arrival_dropped_total (open model)
 
 Scraping changes nothing the run measures: the master is one gevent loop, so a scrape runs between
-two reports, never during a merge, and holds no lock; it reads the histograms the live status
-reads (plugin/latency.py live_totals, recomputed only when a report came), and the latency part of
-the answer is kept until the next report (bench/bench_master_scale.py --scrape measures its cost).
+two reports, never during a merge, and holds no lock. The run-so-far figures are those of the
+latest count: every COUNT_EVERY_S the master counts the samples the workers sent since (the
+histograms the live status reads, plugin/latency.py live_totals) and keeps them with Locust's sums
+of response times of that instant, so a summary's _count and _sum always agree; a scrape answers
+from that (at most COUNT_EVERY_S old), never counting a backlog itself. bench/bench_scrape.py
+measures what a scrape costs and how fast it answers.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import gevent
 from gevent.pywsgi import WSGIServer
 from locust.env import Environment
 from locust.runners import (
@@ -64,6 +68,14 @@ from swarmbench.plugin.options import die
 logger = logging.getLogger("swarmbench")
 
 PREFIX = "swarmbench_"
+
+COUNT_EVERY_S = 2.0
+"""While /metrics is served, how often the master counts the samples the workers sent since the last
+count (latency/windows.py Windows.totals: each sample is counted once, whenever that is) and keeps
+the result for the scrapes, as the live status does (every 2 s). A scrape that counted them itself
+waited for them: at 1,000 workers x 200 requests/s, ~400,000 samples (40-130 ms). Counting more
+often costs more (each count adds every name's new counts into its run histogram: at 0.5 s, ~7 % of
+a core more at 1,000 workers), and Prometheus scrapes every 5-15 s."""
 
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 """The summary's quantiles: the percentiles people set SLOs on (p99.9 needs more samples than a
@@ -225,6 +237,11 @@ def run_families(runner: Runner, run: Any, dropped: int | None) -> list[Family]:
     return families
 
 
+Counted = tuple[LatencyBook, dict[tuple[str, str], float]]
+"""A count: the run-so-far histograms and Locust's sum of response times (ms) per (type, name) and
+("", Aggregated), of the same instant."""
+
+
 class Metrics:
     """The endpoint of this process (master or standalone): bound at init (a port in use stops the
     run before anything exists), served until the process ends."""
@@ -234,7 +251,31 @@ class Metrics:
         self.server: WSGIServer | None = None
         self.port: int | None = None
         self._cached: tuple[Any, str] | None = None  # (what the latency part was made of, its text)
+        self._counted: Counted | None = None  # the latest count (_keep_counted)
+        self.counter: gevent.Greenlet | None = None
         self.scrapes = 0
+
+    def _keep_counted(self) -> None:
+        """Every COUNT_EVERY_S, the latest count (the same work a scrape did, in smaller pieces and
+        off the answer's path)."""
+        while True:
+            gevent.sleep(COUNT_EVERY_S)
+            new, old = self.count(), self._counted
+            if new is None or old is None or new[0] is not old[0] or new[1] != old[1]:
+                self._counted = new  # else the same figures: the scrapes' cached text stands
+
+    def count(self) -> Counted | None:
+        """The run so far counted now (a standalone process's own samples filed first; once a run's
+        folder is written, until the next starts, that run's final figures, as the web UI's tab
+        shows), with Locust's sums of response times of the same instant (nothing yields between)."""
+        env, latency = self.plugin.env, self.plugin.latency
+        if env is None or env.runner is None or not latency.enabled:
+            return None
+        book = latency.ui_totals()
+        sums = {("", AGGREGATED): float(env.stats.total.total_response_time)}
+        for (name, method), entry in env.stats.entries.items():
+            sums[(method or "", name)] = float(entry.total_response_time)
+        return book, sums
 
     def on_init(self, environment: Environment, runner: Runner, **_kw: Any) -> None:
         """Validate --metrics-port and bind it (master or standalone; workers serve nothing)."""
@@ -257,6 +298,7 @@ class Metrics:
             )
         server.start()
         self.server = server
+        self.counter = gevent.spawn(self._keep_counted)
         logger.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0", self.port)
 
     def app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -284,28 +326,34 @@ class Metrics:
         return "".join(parts)
 
     def _latency_text(self, env: Environment) -> str:
-        """The latency families, made again only when a report came (or a standalone process's
-        requests were filed) since the last scrape."""
+        """The latency families: the run so far from the latest count (counted now when there is
+        none: a server not started by on_init), the last sealed window as it stands. Each part is
+        made again only when what it is made of changed."""
         latency = self.plugin.latency
-        # The run so far (a standalone process's own samples filed first); once a run's folder is
-        # written, until the next starts, that run's final figures (the web UI's tab shows the same).
-        book = latency.ui_totals()
-        key = (id(book), id(latency.windows), latency.windows.version, env.stats.total.num_requests)
+        # While a run goes, the latest count; a finished web-UI run's final figures (its folder's)
+        # at once, not after the next count.
+        counted = self._counted if self.counter is not None and latency.windows else None
+        counted = counted or self.count()
+        if counted is None:
+            return ""
+        sealed = last_sealed(latency.windows)
+        key = (id(counted), id(latency.windows), sealed[0] if sealed else None)
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
-        entries = env.stats.entries
-
-        def sums_ms(request_type: str, name: str) -> float:
-            if not request_type:
-                return float(env.stats.total.total_response_time)
-            entry = entries.get((name, request_type))
-            return float(entry.total_response_time) if entry is not None else math.nan
-
-        text = document([*latency_families(book, sums_ms), *window_families(last_sealed(latency.windows))])
+        book, sums = counted
+        text = document(
+            [
+                *latency_families(book, lambda t, n: sums.get((t, n), math.nan)),
+                *window_families(sealed),
+            ]
+        )
         self._cached = (key, text)
         return text
 
     def stop(self) -> None:
+        if self.counter is not None:
+            self.counter.kill(block=False)
+            self.counter = None
         if self.server is not None:
             self.server.stop(timeout=1)
             self.server = None
