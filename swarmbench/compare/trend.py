@@ -874,14 +874,12 @@ def gate_outcome(
     confidence: float = DEFAULT_LEVEL,
     accepted: Sequence[str] = (),
 ) -> tuple[Outcome | None, int]:
-    """RUNS (one new run, or repeats of one load) against BRANCH's comparable runs before them:
-    (the outcome, as `swarmbench compare` reports one; the number of comparable runs). The outcome
-    is None when there are fewer than GATE_MIN_RUNS. CONFIDENCE is the whole gate's: an unchanged
-    run fails it (any row `regressed`) with probability at most 1 - CONFIDENCE. ACCEPTED: the
-    run_keys of runs that start an accepted new level (`swarmbench history accept`): the baseline
-    starts at the newest of them (baseline()); no other change resets it."""
-    from swarmbench.compare.report import Outcome
-    from swarmbench.compare.report import rows as report_rows
+    """RUNS (one new run, or repeats of one load) against BRANCH's comparable runs before them: (the
+    outcome, as `swarmbench compare` reports one, None under GATE_MIN_RUNS; the comparable runs).
+    CONFIDENCE is the whole gate's: an unchanged run fails it (any row `regressed`) with probability
+    at most 1 - CONFIDENCE. ACCEPTED: the run_keys of runs that start an accepted new level
+    (`swarmbench history accept`): the baseline starts at the newest (baseline()); nothing else does."""
+    from swarmbench.compare import report  # the gate's alone (a trend's start spares it)
 
     series, keep = _comparable(store, runs, branch)
     if len(keep) < GATE_MIN_RUNS:
@@ -896,10 +894,10 @@ def gate_outcome(
     )
     accepted_at = f", from {series.runs[window[since]].run_id} (accepted)" if since is not None else ""
     used = [series.runs[i] for i in window]
-    outcome = Outcome(
+    outcome = report.Outcome(
         baseline=[series.runs[i].run_id for i in window],
         candidate=[r.run_id for r in runs],
-        rows=report_rows(found, min_effect),
+        rows=report.rows(found, min_effect),
         names=names,
         settings=[],
         options={
