@@ -15,12 +15,13 @@ import pytest
 from history_runs import at_mean, base_run, history, scaled, stored
 
 from swarmbench.compare import triage
-from swarmbench.compare.trend import GATE_METHOD, GATE_MIN_RUNS, gate_outcome, trend
+from swarmbench.compare.trend import GATE_METHOD, GATE_MIN_RUNS, TAIL_MIN, gate_outcome, tail_rests_on, trend
 from swarmbench.core.checks import AGGREGATED, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED
 from swarmbench.history import RunData, open_store
 
 STEP_AT, RUNS = 25, 40
 STEPPED = ("GET", "GET /albums")  # its p99 rises 10 % from run STEP_AT on
+JUDGED = ("GET", "GET /albums/{id}")  # 514 requests a run: 25 beyond p95, so the gate judges its p95
 
 
 def p99_step(i: int) -> dict[tuple[str, str, str], float]:
@@ -63,9 +64,11 @@ def test_the_gate_calls_the_bad_side_regressed_and_the_good_side_improved(
     new = at_mean(store_path, runs[-1])
     unchanged = verdicts(store_path, new)
     errors = {unchanged.pop((name, "error_rate")) for name, _ in list(unchanged) if _ == "throughput"}
-    # ~260 requests a name: a p99 rests on 2 of them, fewer than trend.TAIL_MIN: shown, not judged
-    tails = {k: unchanged.pop(k) for k in list(unchanged) if k[1] == "p99" and unchanged[k] == INCONCLUSIVE}
-    assert ("POST /albums", "p99") in tails
+    # ~260 requests a name: a p99 rests on 2 of them and a p95 on 13, fewer than trend.TAIL_MIN:
+    # shown, not judged; GET /albums/{id}'s 514 leave 25 beyond its p95, which is judged
+    tails = {k: unchanged.pop(k) for k in list(unchanged) if k[1][0] == "p" and unchanged[k] == INCONCLUSIVE}
+    assert ("POST /albums", "p99") in tails and ("POST /albums", "p95") in tails
+    assert (JUDGED[1], "p95") not in tails
     assert set(unchanged.values()) == {NO_CHANGE}, unchanged  # at the baseline's mean: inside the band
     # no failure in ~260 requests cannot rule out a rate above the band (0.1 pp) at a row's 99.9 %
     assert errors == {INCONCLUSIVE}
@@ -73,9 +76,9 @@ def test_the_gate_calls_the_bad_side_regressed_and_the_good_side_improved(
         ("p95", "p95_ms", 1.12, REGRESSED), ("p95", "p95_ms", 0.88, IMPROVED),
         ("throughput", "rps", 0.85, REGRESSED), ("throughput", "rps", 1.15, IMPROVED),
     ):  # fmt: skip
-        moved = scaled(new, 100, {("POST", "POST /albums", stored_as): factor}, run_id="moved")
+        moved = scaled(new, 100, {(*JUDGED, stored_as): factor}, run_id="moved")
         found = verdicts(store_path, moved)
-        assert found.pop(("POST /albums", metric)) == expected, (metric, factor)
+        assert found.pop((JUDGED[1], metric)) == expected, (metric, factor)
         judged = {v for k, v in found.items() if k[1] != "error_rate" and k not in tails}
         assert judged == {NO_CHANGE}, (metric, factor, found)
 
@@ -105,17 +108,18 @@ def test_only_an_accepted_change_resets_the_baseline(tmp_path: Path) -> None:
     SDs off) and a run at the new level is a regression; accepted (their first run's key), the
     baseline is those 5 runs and it is not. Accepted 2 runs ago: the 2 runs' centre, the noise of
     both sides: not a regression either, and a run at the old level is no regression. (p95: these
-    runs' ~260 requests a name leave p99 on 2, too few for the gate to judge, trend.TAIL_MIN.)"""
-    runs = history(RUNS, 0.01, seed=3, step=lambda i: {(*STEPPED, "p95_ms"): 1.20} if i >= RUNS - 5 else {})
+    runs' 514 requests of GET /albums/{id} leave 25 beyond p95 and 5 beyond p99; the gate judges a
+    percentile with trend.TAIL_MIN or more.)"""
+    runs = history(RUNS, 0.01, seed=3, step=lambda i: {(*JUDGED, "p95_ms"): 1.20} if i >= RUNS - 5 else {})
     path = Path(stored(tmp_path / "h.sqlite", runs))
     new = at_mean(path, runs[-1], n=5)
-    assert verdicts(path, new)[(STEPPED[1], "p95")] == REGRESSED
-    assert verdicts(path, new, accepted=[runs[-5].run_key])[(STEPPED[1], "p95")] != REGRESSED
+    assert verdicts(path, new)[(JUDGED[1], "p95")] == REGRESSED
+    assert verdicts(path, new, accepted=[runs[-5].run_key])[(JUDGED[1], "p95")] != REGRESSED
     recent = at_mean(path, runs[-1], n=2)
-    assert verdicts(path, recent, accepted=[runs[-2].run_key])[(STEPPED[1], "p95")] != REGRESSED
-    assert verdicts(path, recent, accepted=["unknown@run"])[(STEPPED[1], "p95")] == REGRESSED
-    old_level = scaled(new, 100, {(*STEPPED, "p95_ms"): 1 / 1.20}, run_id="old")
-    assert verdicts(path, old_level, accepted=[runs[-5].run_key])[(STEPPED[1], "p95")] != REGRESSED
+    assert verdicts(path, recent, accepted=[runs[-2].run_key])[(JUDGED[1], "p95")] != REGRESSED
+    assert verdicts(path, recent, accepted=["unknown@run"])[(JUDGED[1], "p95")] == REGRESSED
+    old_level = scaled(new, 100, {(*JUDGED, "p95_ms"): 1 / 1.20}, run_id="old")
+    assert verdicts(path, old_level, accepted=[runs[-5].run_key])[(JUDGED[1], "p95")] != REGRESSED
 
 
 def test_repeats_are_judged_together(store_path: Path, runs: list[RunData]) -> None:
@@ -128,7 +132,9 @@ def test_repeats_are_judged_together(store_path: Path, runs: list[RunData]) -> N
         outcome, _ = gate_outcome(store, repeats)
     assert outcome is not None and outcome.candidate == ["rep0", "rep1", "rep2"]
     p95 = {r.name: r.verdict for r in outcome.rows if r.metric == "p95"}
-    assert set(p95.values()) == {REGRESSED}, p95
+    thin = {s.name for s in new.stats if tail_rests_on("p95", s.requests) < TAIL_MIN}
+    assert {v for n, v in p95.items() if n not in thin} == {REGRESSED}, p95
+    assert thin and all(p95[n] == INCONCLUSIVE and f"{n} p95 (" in outcome.notes[0] for n in thin)
     other = dataclasses.replace(repeats[1], host="http://elsewhere:1")
     with open_store(store_path) as store, pytest.raises(ValueError, match="not the same load, host"):
         gate_outcome(store, [repeats[0], other])
