@@ -104,8 +104,12 @@ def moved(shipment: Shipment, windows: list[int]) -> Shipment:
 class Simulator:
     """Every group's workers in one loop: poll all sockets, answer, send what is due."""
 
-    def __init__(self, groups: list[Group], templates: list[Template], rps: float, workers: int) -> None:
+    def __init__(
+        self, groups: list[Group], templates: list[Template], rps: float, workers: int,
+        report_every: float = WORKER_REPORT_INTERVAL,
+    ) -> None:  # fmt: skip
         self.groups, self.templates, self.rps = groups, templates, rps
+        self.report_every = report_every  # a worker's stats report interval (Locust's 3 s; slo.LIVE_REPORT_S)
         self.ctx = zmq.Context(io_threads=1)
         self.ctx.set(zmq.MAX_SOCKETS, workers * len(groups) + 64)  # ZeroMQ's default is 1,023
         self.poller = zmq.Poller()
@@ -167,7 +171,7 @@ class Simulator:
                 self.schedule(at + HEARTBEAT_INTERVAL, HEARTBEAT, worker)
             elif kind == REPORT:
                 self.report(worker)
-                self.schedule(at + WORKER_REPORT_INTERVAL, REPORT, worker)
+                self.schedule(at + self.report_every, REPORT, worker)
             elif not worker.acked:  # READY: no ack in 5 s, as a real worker, say it again
                 worker.group.ready_retries += 1
                 self.send(worker, "client_ready", LOCUST_VERSION)
@@ -241,7 +245,7 @@ class Simulator:
         shipment = moved(tpl.windows, windows) if tpl else Shipment([], [])
         data[latency.REPORT_KEY] = latency.payload(t0, shipment, {}, upto=now)  # as a worker's
         if worker.spawned:  # cumulative, like pacing.Pacing's
-            worker.waits += int(self.rps * WORKER_REPORT_INTERVAL)
+            worker.waits += int(self.rps * self.report_every)
             data[pacing.REPORT_KEY] = {
                 name: {
                     "waits": worker.waits,
@@ -266,7 +270,7 @@ class Simulator:
                 worker.acked = True
                 rng = group.rng
                 self.schedule(now + rng.random() * HEARTBEAT_INTERVAL, HEARTBEAT, worker)
-                self.schedule(now + rng.random() * WORKER_REPORT_INTERVAL, REPORT, worker)
+                self.schedule(now + rng.random() * self.report_every, REPORT, worker)
         elif kind == "spawn":
             self.send(worker, "spawning", None)
             classes = dict(msg.data["user_classes_count"])

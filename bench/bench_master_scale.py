@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         for i, name in enumerate(args.masters)
     ]
     masters = {g.name: start_master(g.name, args.workers, run_s, g.port, tmp, args.listeners) for g in groups}
-    sim = Simulator(groups, templates, args.rps, args.workers)
+    sim = Simulator(groups, templates, args.rps, args.workers, args.report_every)
     profilers: list[subprocess.Popen] = []
     try:
         time.sleep(1.0)  # the masters bind their ports (a worker's connect retries anyway)
@@ -381,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds before measuring (default {WARMUP_S:g})",
     )
     p.add_argument("--seed", type=whole("--seed", 0), default=1, help="the latency model's seed (default 1)")
+    p.add_argument(
+        "--report-every", type=positive("--report-every"), default=3.0,
+        help="each simulated worker's stats report interval, s (default Locust's 3; --abort-on-fail: 1)",
+    )  # fmt: skip
     p.add_argument("--masters", type=masters_list, default=MASTERS, help="swarmbench,locust (default both)")
     p.add_argument(
         "--profile", type=Path, help="py-spy each master over the measured interval; raw stacks here"

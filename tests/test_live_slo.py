@@ -51,10 +51,12 @@ def test_a_broken_live_threshold_stops_the_whole_run(aborted_run):
     assert aborted["window_s"] >= GRACE_S and aborted["measured"] >= DELAY_MS
     assert f"window at {aborted['window_s']} s" in aborted["line"]
     [event] = [e for e in man["events"] if e["kind"] == "check_broken"]
-    # Found once every worker has reported past the window (every 3 s), checked every second: 1-4 s
-    # after it ends. Sealing SEAL_AFTER windows behind the newest took 7 s.
+    # Found once every worker has reported past the window (with --abort-on-fail every second:
+    # slo.LIVE_REPORT_S), checked every quarter of a second: bench/bench_abort.py measured 0.0-1.0 s
+    # after it ends (with Locust's 3 s reports 1-3 s; sealing SEAL_AFTER windows behind the newest,
+    # 7 s). The bound leaves room for a busy CI machine.
     found_after = event["t_s"] - (aborted["window_s"] + 1)
-    assert found_after <= 6, f"the breach was found {found_after:.1f} s after its window ended"
+    assert found_after <= 3, f"the breach was found {found_after:.1f} s after its window ended"
     assert event["detail"] == aborted["line"]
     live = man["checks"][0]
     assert live["expr"] == f"p95<100 (live, window {aborted['window_s']} s)" and live["passed"] is False

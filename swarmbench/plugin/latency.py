@@ -86,8 +86,8 @@ def payload(
 
 SWEEP_S = 0.5
 """(master) seal_covered looks at most this often on a worker's report (each look is a pass over the
-workers); the live thresholds' loop looks every second as well, so a window is sealed within 1 s of
-the report that completes it."""
+workers); the live thresholds' loop looks every slo.CHECK_INTERVAL_S as well, so a window is sealed
+within 0.5 s of the report that completes it (0.25 s with --abort-on-fail)."""
 
 
 Intended = Callable[[float | None, float], tuple[float, int] | None]
@@ -252,12 +252,13 @@ class Latency:
 
     def seal_covered(self, every: float = 0.0) -> None:
         """(master) Seal the windows every worker has reported past: the live thresholds and the
-        metrics' last window then see a window one report (3 s) after it ends, not SEAL_AFTER
-        windows and a report later. Every connected worker counts, a missing one too: until it has
-        said how far it got (a worker of an earlier version never does), nothing is sealed early.
+        metrics' last window then see a window one report after it ends (3 s; 1 s with
+        --abort-on-fail, slo.LIVE_REPORT_S), not SEAL_AFTER windows and a report later. Every
+        connected worker counts, a missing one too: until it has said how far it got (a worker of an
+        earlier version never does), nothing is sealed early.
         EVERY: not again within that many seconds (a look is one pass over the workers: on each of
         1,000 workers' reports that would be a million a report interval); the live thresholds'
-        loop looks every second regardless."""
+        loop looks every slo.CHECK_INTERVAL_S regardless."""
         now = time.monotonic()
         if now < self._swept + every:
             return

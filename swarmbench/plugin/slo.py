@@ -21,8 +21,11 @@ requests together: k6 evaluates each instance on its own).
                     check; the terminal's last line says it; exit code 3.
 
 The delay from a breach to the stop: the window is sealed when the last worker's report past its end
-comes (every 3 s), then checked within CHECK_INTERVAL_S: 1-4 s after the window ends. Web-UI runs
-are not stopped (thresholds are a headless run's verdict)."""
+comes, then checked within CHECK_INTERVAL_S. With --abort-on-fail each worker reports every
+LIVE_REPORT_S (1 s; up to 300 workers, LIVE_REPORTS_PER_S) instead of Locust's 3 s, so a window is
+checked 0.1-1.3 s after it ends (it was 1-4 s): a breach from the first window on is found by grace
++ 2 windows. Web-UI runs are not
+stopped (thresholds are a headless run's verdict)."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import sys
 from typing import Any
 
 import gevent
+from locust import runners
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
@@ -46,8 +50,35 @@ from swarmbench.plugin.options import die
 
 logger = logging.getLogger("swarmbench")
 
-CHECK_INTERVAL_S = 1.0
-"""How often the master looks for newly sealed windows: one window; a report seals several at once."""
+CHECK_INTERVAL_S = 0.25
+"""How often the master looks for newly sealed windows: a quarter of a window, so a window is checked
+at most that long after the report that seals it (a look with nothing new sealed is a dict lookup
+per worker, at most every latency.SWEEP_S, and a comparison)."""
+
+LIVE_REPORT_S = 1.0
+"""With --abort-on-fail, how often each worker sends its report (Locust's runners.WORKER_REPORT_INTERVAL,
+3 s by default; the master tells its workers at the test's start, MESSAGE): a window is sealed when
+the last worker has reported past it, so this is most of the delay from a breach to the stop. Never
+more reports a second than LIVE_REPORTS_PER_S: with more workers each reports less often
+(report_every)."""
+
+LIVE_REPORTS_PER_S = 300.0
+"""The master's budget of worker reports a second with --abort-on-fail: 300 workers report every
+second, 1,000 every 3.3 s (Locust's own 3 s is ~333 a second at 1,000 workers). Each report costs the
+master a merge: 1,000 simulated workers x 10 names reporting every second took the master from 66 %
+to 107 % of a core (bench/bench_master_scale.py --report-every 1), more than it has."""
+
+LOCUST_REPORT_S = runners.WORKER_REPORT_INTERVAL
+"""Locust's own report interval, what a worker keeps without --abort-on-fail."""
+
+MESSAGE = "swarmbench_report_every"
+"""master -> workers at a test's start with --abort-on-fail: {"every": seconds between reports}."""
+
+
+def report_every(workers: int) -> float:
+    """A worker's report interval with --abort-on-fail, WORKERS connected: LIVE_REPORT_S, longer when
+    that would send the master more than LIVE_REPORTS_PER_S reports a second, never past Locust's."""
+    return min(max(LIVE_REPORT_S, workers / LIVE_REPORTS_PER_S), max(LOCUST_REPORT_S, LIVE_REPORT_S))
 
 
 class LiveChecks:
@@ -81,9 +112,27 @@ class LiveChecks:
 
     def on_test_start(self, **_kw: Any) -> None:
         run = self.plugin.run
-        if self.enabled and self.greenlet is None and run is not None and run.started_from == HEADLESS:
+        if not self.enabled or run is None:
+            return
+        if isinstance(run.runner, MasterRunner) and run.runner.clients:
+            # Before Locust's spawn messages, so every worker reports at the new pace from its start.
+            run.runner.send_message(MESSAGE, {"every": report_every(len(run.runner.clients))})
+        if self.greenlet is None and run.started_from == HEADLESS:
             self.greenlet = gevent.spawn(self._loop, run)
             run.greenlets.append(self.greenlet)
+
+    def listen(self, runner: Runner) -> None:
+        """(worker) Take the pace of its reports from the master (on_test_start, MESSAGE)."""
+        if isinstance(runner, WorkerRunner):
+            runner.register_message(MESSAGE, self.on_message)
+
+    @staticmethod
+    def on_message(msg: Any, **_kw: Any) -> None:
+        """(worker) The master's report interval. Locust's stats_reporter reads the module's
+        interval at each sleep: the next report and every later one come at this pace."""
+        every = (msg.data or {}).get("every")
+        if isinstance(every, int | float) and every > 0:
+            runners.WORKER_REPORT_INTERVAL = float(every)
 
     def _loop(self, run: Run) -> None:
         """Every CHECK_INTERVAL_S: the windows sealed since the last look, oldest first."""

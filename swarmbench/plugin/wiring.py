@@ -226,6 +226,7 @@ class Swarmbench:
             options.install_all(environment, self.headers)
         # 5. workers that a signal stops say so (a stopped stack is "interrupted", not "degraded")
         ending.listen_for_workers(runner, self.on_worker_signal)
+        self.slo.listen(runner)  # (worker) --abort-on-fail: report at the pace the master says
         # 3. + 4. the run folder and its first sections (a web-UI run's: at each Start)
         if is_worker or not opts.headless:
             return
