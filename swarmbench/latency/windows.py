@@ -496,9 +496,15 @@ class Windows:
         into, not copies: the live status and the web UI's table ask every poll, and copying every
         key's histogram (~200 KB each) cost about as much as the Aggregated figure the live status
         reads. Nothing is sealed by asking; what came since the last call is counted now, once."""
+        self.count_open()
+        return LatencyView({key: total for key, total in self.run.items() if total.get_total_count()})
+
+    def count_open(self) -> None:
+        """Count the open windows' entries that came since the last count (Tally) into the run's
+        totals: a standalone runner does it in small batches (plugin/latency.py COLLECT_S), so the
+        next totals() has little left to count."""
         for window in list(self.piles):
             self._tally(window)
-        return LatencyView({key: total for key, total in self.run.items() if total.get_total_count()})
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """CSV rows, window by window: each (type, name, kind), sorted, then Aggregated per kind."""

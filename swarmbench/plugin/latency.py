@@ -37,12 +37,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import gevent
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner, WorkerRunner
 
 from swarmbench.core import folder
 from swarmbench.core.exits import InputError
 from swarmbench.core.manifest import ExactLatency
+from swarmbench.latency import histogram
 from swarmbench.latency.histogram import (
     FORMAT_VERSION,
     SIGNIFICANT_FIGURES,
@@ -90,6 +92,15 @@ workers); the live thresholds' loop looks every slo.CHECK_INTERVAL_S as well, so
 within 0.5 s of the report that completes it (0.25 s with --abort-on-fail)."""
 
 
+COLLECT_S = 0.25
+"""(standalone) How often the process that sends the requests files its own samples into the run's
+windows and seals the windows behind it (collect_local), in a greenlet of its own: small batches,
+so no one call holds the gevent loop for long. Filed only when someone asked (the live status every
+2 s, the UI), 2 s of samples at 1,000/s took ~14 ms at once (py-spy), and every request due in those
+ms started that late: the open model's intended-start p99 rose with it (bench/bench_open_model.py
+--against). A window is then sealed once, within COLLECT_S of its end."""
+
+
 Intended = Callable[[float | None, float], tuple[float, int] | None]
 """The open model's (openmodel.py Pool): a request's (ms since its intended start, schedule second),
 or None."""
@@ -119,6 +130,7 @@ class Latency:
         # before the earliest of them are whole, and are sealed then (seal_covered).
         self.covered: dict[str, float] = {}
         self._swept = -math.inf  # when seal_covered last looked (time.monotonic())
+        self._collector: gevent.Greenlet | None = None  # (standalone) _collect_often
 
     # --- set up and the test's clock -------------------------------------------------------------
 
@@ -163,7 +175,18 @@ class Latency:
             self.reset()
             logger.info("exact latency: stats reset after the ramp-up (--reset-stats); windows start over")
 
+    def _collect_often(self) -> None:
+        """(standalone) collect_local every COLLECT_S, for the life of the process (COLLECT_S)."""
+        while True:
+            gevent.sleep(COLLECT_S)
+            self.collect_local()
+            self.windows.count_open()  # counted now, a little at a time, not by the next reader
+
     def _restart(self) -> None:
+        if self.enabled:
+            histogram.warm()  # before the users start: not at the first window sealed under load
+        if self.enabled and self._collector is None and not isinstance(self.runner, MasterRunner):
+            self._collector = gevent.spawn(self._collect_often)
         run = self.plugin.run
         t0 = run.started_at.timestamp() if run is not None and run.started_at else time.time()
         self.shown = None  # the UI shows this test now, not the last one's final numbers
