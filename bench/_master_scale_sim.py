@@ -3,10 +3,11 @@ truth) and the loop that plays N Locust workers per master over ZeroMQ, in one p
 
 A worker is a DEALER socket with its client_id as identity, speaking Locust's own Message (msgpack):
 client_ready (again after 5 s without an ack, as Locust's worker does), a heartbeat every
-HEARTBEAT_INTERVAL, a stats report every WORKER_REPORT_INTERVAL from its ack on, "spawning" and
-"spawning_complete" on "spawn", a final report then "quit" on "quit", client_stopped then
-client_ready on "stop". One loop polls every socket every TICK_S and sends what is due; it records
-how late it sent (its own lag) and each heartbeat's round trip.
+HEARTBEAT_INTERVAL, a stats report every report_every (Locust's WORKER_REPORT_INTERVAL, or
+--report-every) from its ack on, "spawning" and "spawning_complete" on "spawn", a final report then
+"quit" on "quit", client_stopped then client_ready on "stop". One loop polls every socket every
+TICK_S and sends what is due; it records how late it sent (its own lag) and each heartbeat's round
+trip.
 """
 
 from __future__ import annotations

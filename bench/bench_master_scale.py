@@ -77,7 +77,7 @@ from _master_scale_procs import (
     start_profilers,
 )
 from _master_scale_sim import TICK_S, Group, Simulator
-from locust.runners import HEARTBEAT_LIVENESS
+from locust.runners import HEARTBEAT_LIVENESS, WORKER_REPORT_INTERVAL
 
 from swarmbench.runner.points import free_port
 
@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=whole("--seed", 0), default=1, help="the latency model's seed (default 1)")
     p.add_argument(
-        "--report-every", type=positive("--report-every"), default=3.0,
+        "--report-every", type=positive("--report-every"), default=WORKER_REPORT_INTERVAL,
         help="each simulated worker's stats report interval, s (default Locust's 3; --abort-on-fail: 1)",
     )  # fmt: skip
     p.add_argument("--masters", type=masters_list, default=MASTERS, help="swarmbench,locust (default both)")

@@ -185,8 +185,8 @@ class Latency:
     def _restart(self) -> None:
         if self.enabled:
             histogram.warm()  # before the users start: not at the first window sealed under load
-        if self.enabled and self._collector is None and not isinstance(self.runner, MasterRunner):
-            self._collector = gevent.spawn(self._collect_often)
+            if self._collector is None and not isinstance(self.runner, MasterRunner):
+                self._collector = gevent.spawn(self._collect_often)
         run = self.plugin.run
         t0 = run.started_at.timestamp() if run is not None and run.started_at else time.time()
         self.shown = None  # the UI shows this test now, not the last one's final numbers
