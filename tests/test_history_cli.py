@@ -232,6 +232,9 @@ def test_the_gate_calls_a_slower_run_regressed_and_an_unchanged_one_not(tmp_path
     }
     assert all(f"{n} p95 (" in res.stdout for n in thin)
     assert result["method"] == GATE_METHOD and f"method: {GATE_METHOD}" in res.stdout
+    # the method names the tail rule the header's "not judged" line applies (it once said 10, not 20)
+    assert f"at least {TAIL_MIN} of the candidate's requests lie beyond it" in res.stdout
+    assert f"fewer than {TAIL_MIN} of the candidate's requests beyond the percentile" in res.stdout
     assert result["baseline"] == [r.run_id for r in runs]  # all 12: fewer than the gate's 20
     assert "learned from the last 12 of 12 comparable runs of main" in res.stdout
     assert (

@@ -830,7 +830,7 @@ GATE_METHOD = (
     "(Welch's if an F-test finds them noisier); error rates as counts: Newcombe's score interval of "
     "the pooled failure rates' difference; each row's CI at its weighted-Bonferroni share of the "
     "gate's alpha (half to Aggregated's rows, half to the names'), so all rows together call an "
-    "unchanged run regressed in at most alpha; a percentile judged only when at least 10 of the "
+    f"unchanged run regressed in at most alpha; a percentile judged only when at least {TAIL_MIN} of the "
     "candidate's requests lie beyond it; verdict as compare's: the CI wholly past 0 and the estimate "
     "beyond the ±min-effect band (ASV's rule)"
 )
