@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,29 @@ def test_master_and_two_worker_processes(albums_target, tmp_path):
     assert m["workers_expected"] == 2 and m["workers_connected"] == 2
     per_worker = m["worker_cpu"]["per_worker"]
     assert len(per_worker) == 2 and all(w["mean_percent"] > 0 and w["samples"] >= 2 for w in per_worker)
+
+
+def log_time(stderr: str, text: str) -> datetime:
+    """When Locust logged the first line holding TEXT (its `[YYYY-mm-dd HH:MM:SS,mmm]` prefix)."""
+    line = next(line for line in stderr.splitlines() if text in line)
+    return datetime.strptime(line[1 : line.index("]")], "%Y-%m-%d %H:%M:%S,%f")
+
+
+def test_a_master_short_of_workers_gives_up_at_its_max_wait_not_later(albums_target, tmp_path):
+    """The plugin waits for --expect-workers itself (lifecycle.await_workers: it looks every 50 ms,
+    where Locust looks once a second) and takes its wait off --expect-workers-max-wait: a worker
+    that never comes is still given up on after the max wait (6 s here), not after twice that."""
+    port = str(free_port())
+    with workers_running(1, port):
+        res = run_locust(
+            "--master", "--master-bind-port", port, "--expect-workers", "2", "--expect-workers-max-wait", "6",
+            "--headless", "-H", albums_target.url, "-t", "5s", *FAST, "--results-dir", str(tmp_path),
+            "AlbumsFastHttpUser",
+        )  # fmt: skip
+    assert res.returncode != 0 and "Gave up waiting for workers to connect" in res.stderr, res.stderr[-2000:]
+    assert "Waiting for workers to be ready, 1 of 2 connected" in res.stderr  # the line a user waits with
+    waited = log_time(res.stderr, "Gave up waiting") - log_time(res.stderr, "Starting Locust")
+    assert 6 <= waited.total_seconds() < 9, waited  # twice the wait would be 12 s
 
 
 def test_processes_mode_writes_the_same_folder(albums_target, tmp_path):

@@ -29,6 +29,10 @@ Locust calls the listeners of one event in registration order, and the order mat
                                  once every connected worker sent one, end the run (ending.py)
                               6. pacing (pacing.py) wraps each user class's wait_time -- after the
                                  open model installed its users
+                              7. (master) quit() skips Locust's 0.5 s wait for final reports when
+                                 no worker is connected (ending.py); (headless master) wait for
+                                 --expect-workers every 50 ms, so the test starts as they are
+                                 ready, not at Locust's next look a second later (lifecycle.py)
     test_start                open model: a new test offers again; web UI: open a new run folder
                               (below); start the run's clock, CSVs and samplers; host CPU
                               sampling; load generators restart their CPU clock and event-loop
@@ -154,7 +158,7 @@ class Swarmbench:
         om, pace, lat, live = self.open_model, self.pacing, self.latency, self.live
         order = (
             (events.init_command_line_parser, (options.add_options,)),
-            (events.init, (om.on_init, self.on_init, pace.on_init, lat.on_init)),
+            (events.init, (om.on_init, self.on_init, pace.on_init, lat.on_init, self.on_init_done)),
             (
                 events.test_start,
                 (
@@ -232,6 +236,11 @@ class Swarmbench:
             return
         self.run = lifecycle.open_run(environment, runner)
         lifecycle.record(self.run, opts, environment)
+
+    def on_init_done(self, environment: Environment, runner: Runner, **_kw: Any) -> None:
+        if isinstance(runner, MasterRunner):
+            ending.quit_at_once_when_alone(runner)
+        lifecycle.await_workers(environment, runner)  # last: every other init step is done
 
     # --- the test ---
 
