@@ -96,7 +96,10 @@ DRILLS = tests/test_run_integrity_stack.py tests/test_run_endings.py tests/test_
 	tests/test_master_lost.py tests/test_watchdog.py
 # The drills (`make drills`): also part of `make test`; the Docker ones need an engine.
 
-test: lint test-go test-py ## everything CI runs (installs what it needs into .venv)
+# `make test` runs the linters and the Go tests beside the Docker tests (tests/suite's SUITE_BESIDE),
+# not before them: the same checks and failures, and no first test waits for them.
+test: $(VENV)/.installed $(ACTIONLINT) $(KUSTOMIZE) ## everything CI runs (installs what it needs into .venv)
+	SUITE_BESIDE="$(MAKE) --no-print-directory lint test-go" PYTHON=$(VENV)/bin/python tests/suite
 
 lint: $(VENV)/.installed $(ACTIONLINT) ## ruff + go vet + actionlint
 	$(VENV)/bin/ruff check .
