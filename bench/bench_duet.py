@@ -1,7 +1,7 @@
 """Duet against interleaved, same machine, same minutes (issue 33's goal: the spread of the p95
 difference at least 3 times smaller with duet). Prints figures; asserts nothing.
 
-    python bench/bench_duet.py [--tries 3] [--run-time 20s] [--out DIR]
+    python bench/bench_duet.py [--tries 3] [--run-time 20s] [--hog 0] [--hog-mode bursty] [--out DIR]
 
 A/A at a 10 ms service time (ALBUMS_DELAY=10ms, LOCAL=1, AlbumsFastHttpUser, 8 users, constant 0.02 s
 wait): TRIES times, one duet run (`DUET=1 make ab`, REPEATS=1: A and B at once) then one interleaved
@@ -10,6 +10,9 @@ machine's noise. Per try, the p95 difference as ln(B / A) of the whole-run exact
 the duet's from its comparison (compare.json's duet pairs), the pair's from each run's
 locust_latency_hdr.csv. Printed: each try's differences, their SD per design and the ratio. With 3
 tries each SD rests on 2 degrees of freedom: a ratio of 3 measured is "about 3", no more.
+`--hog PERCENT` runs bench_power.py's background CPU hog through every try (bursty by default: one
+process a core, a share from 0 to 2 x PERCENT held for 1 to 10 s at a time), the noise of a shared
+runner.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench_power import start_hog  # bench/ is this script's folder: the same hog
 
 from swarmbench import RunFolder
 from swarmbench.core.checks import AGGREGATED
@@ -74,17 +79,26 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--run-time", default="20s")
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    parser.add_argument("--hog", type=float, default=0.0, help="CPU hog a core, %% (default 0: none)")
+    parser.add_argument("--hog-mode", choices=("bursty", "steady"), default="bursty")
     args = parser.parse_args()
     results = args.out or Path(tempfile.mkdtemp(prefix="bench-duet-"))
     binary = results / "albums"
     subprocess.run(["go", "build", "-o", str(binary), "."], cwd=ROOT / "target", check=True)
     duet, pairs = [], []
-    for i in range(1, args.tries + 1):
-        duet.append(duet_difference(ab(results, f"duet-{i}", args.run_time, binary, duet=True)))
-        pairs.append(pair_difference(ab(results, f"pair-{i}", args.run_time, binary, duet=False)))
-        print(f"try {i}: p95 ln(B/A)  duet {duet[-1]:+.4f}  interleaved {pairs[-1]:+.4f}", flush=True)
+    hogs = start_hog(args.hog, args.hog_mode, 1)
+    try:
+        for i in range(1, args.tries + 1):
+            duet.append(duet_difference(ab(results, f"duet-{i}", args.run_time, binary, duet=True)))
+            pairs.append(pair_difference(ab(results, f"pair-{i}", args.run_time, binary, duet=False)))
+            print(f"try {i}: p95 ln(B/A)  duet {duet[-1]:+.4f}  interleaved {pairs[-1]:+.4f}", flush=True)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
     sd_duet, sd_pair = statistics.stdev(duet), statistics.stdev(pairs)
-    print(f"A/A, {args.tries} tries of {args.run_time}, ALBUMS_DELAY=10ms, 8 users, constant 0.02 s")
+    hog = f", {len(hogs)} {args.hog_mode} hog(s) at {args.hog:g} %" if hogs else ""
+    print(f"A/A, {args.tries} tries of {args.run_time}, ALBUMS_DELAY=10ms, 8 users, constant 0.02 s{hog}")
     print(f"SD of the p95 difference  duet {sd_duet:.4f} ({math.expm1(sd_duet):.1%})")
     print(f"                          interleaved {sd_pair:.4f} ({math.expm1(sd_pair):.1%})")
     print(f"interleaved / duet: {sd_pair / sd_duet:.1f} x (goal: >= 3)  runs in {results}")

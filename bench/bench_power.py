@@ -11,9 +11,9 @@ neighbours come and go, so each hog holds a share drawn uniformly from 0 to 2 x 
 a run of seconds (a 50 % one left the per-pair p95 SD at 0.8 %); a bursty one gives runs next to
 each other different machines, the noise that makes a single-run A/B `inconclusive`.
 
-Each trial is one `swarmbench ab` with LOCAL=1 (the Go
-target built once from target/, a Locust master and a worker on 127.0.0.1), BUDGET, and
-COMPARE_ARGS="--metrics p95 --names Aggregated" (one gated row: issue 33's goal is stated for p95):
+Each trial is one `swarmbench ab` with LOCAL=1 (the Go target built once from target/, a Locust
+master and a worker on 127.0.0.1), BUDGET, and COMPARE_ARGS="--metrics p95 --names Aggregated" (one
+gated row: issue 33's goal is stated for p95):
 
 - `slower`: A ALBUMS_DELAY=20ms, B 22ms: about +10 % p95 (the goal: `regressed` in >= 90 % of trials
   within 5 minutes of runs);
@@ -27,7 +27,8 @@ pair of the sequential design), trials alternating, so both see the same stretch
 Per trial: the decision (Aggregated p95's verdict and exit code), the pairs used of K, the time,
 and the spread of the per-pair p95 difference (the SD of log(B/A) over the pairs: what a duet
 design should shrink, for the side-by-side comparison issue 33 asks for). Then per case: how often
-each verdict, the median pairs and time, the median spread.
+each verdict, exit 3, the median pairs and time, the median spread. docs/compare.md ("On a noisy
+machine") has the figures measured here.
 """
 
 from __future__ import annotations
@@ -134,6 +135,25 @@ def trial(case: str, design: str, n: int, args: argparse.Namespace, results: Pat
     }  # fmt: skip
 
 
+def print_summary(found: dict[tuple[str, str], list[dict]]) -> None:
+    """Per case and design: how often each verdict and exit 3, the median pairs, time and spread."""
+    print(
+        "\ncase   design      trials  regressed  no change  improved  inconclusive  exit 3"
+        "  median pairs  median s  median SD"
+    )
+    for (case, design), ts in found.items():
+        count = {
+            v: sum(t["verdict"] == v for t in ts)
+            for v in ("regressed", "no change", "improved", "inconclusive")
+        }
+        spreads = [t["spread"] for t in ts if t.get("spread") is not None]
+        rates = "  ".join(f"{count[v] / len(ts):9.0%}" for v in count)
+        rates += f"  {sum(t['code'] == 3 for t in ts) / len(ts):6.0%}"
+        pairs, took = statistics.median(t["pairs"] for t in ts), statistics.median(t["s"] for t in ts)
+        spread = f"{statistics.median(spreads):9.1%}" if spreads else "        -"
+        print(f"{case:6} {design:11} {len(ts):6}  {rates}  {pairs:12g}  {took:8.0f}  {spread}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trials", type=int, default=10, help="trials per case (default 10)")
@@ -188,21 +208,7 @@ def main() -> int:
             print(f"kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    print(
-        "\ncase   design      trials  regressed  no change  improved  inconclusive  exit 3"
-        "  median pairs  median s  median SD"
-    )
-    for (case, design), ts in found.items():
-        count = {
-            v: sum(t["verdict"] == v for t in ts)
-            for v in ("regressed", "no change", "improved", "inconclusive")
-        }
-        spreads = [t["spread"] for t in ts if t.get("spread") is not None]
-        rates = "  ".join(f"{count[v] / len(ts):9.0%}" for v in count)
-        rates += f"  {sum(t['code'] == 3 for t in ts) / len(ts):6.0%}"
-        pairs, took = statistics.median(t["pairs"] for t in ts), statistics.median(t["s"] for t in ts)
-        spread = f"{statistics.median(spreads):9.1%}" if spreads else "        -"
-        print(f"{case:6} {design:11} {len(ts):6}  {rates}  {pairs:12g}  {took:8.0f}  {spread}")
+    print_summary(found)
     return 0
 
 
