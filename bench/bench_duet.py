@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_power import start_hog  # bench/ is this script's folder: the same hog
+from bench_power import HOG_MODES, start_hog, stop_hog  # bench/ is this script's folder: the same hog
 
 from swarmbench import RunFolder
 from swarmbench.core.checks import AGGREGATED
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--run-time", default="20s")
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--hog", type=float, default=0.0, help="CPU hog a core, %% (default 0: none)")
-    parser.add_argument("--hog-mode", choices=("bursty", "steady"), default="bursty")
+    parser.add_argument("--hog-mode", choices=HOG_MODES, default="bursty")
     args = parser.parse_args()
     results = args.out or Path(tempfile.mkdtemp(prefix="bench-duet-"))
     binary = results / "albums"
@@ -93,9 +93,7 @@ def main() -> None:
             pairs.append(pair_difference(ab(results, f"pair-{i}", args.run_time, binary, duet=False)))
             print(f"try {i}: p95 ln(B/A)  duet {duet[-1]:+.4f}  interleaved {pairs[-1]:+.4f}", flush=True)
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop_hog(hogs)
     sd_duet, sd_pair = statistics.stdev(duet), statistics.stdev(pairs)
     hog = f", {len(hogs)} {args.hog_mode} hog(s) at {args.hog:g} %" if hogs else ""
     print(f"A/A, {args.tries} tries of {args.run_time}, ALBUMS_DELAY=10ms, 8 users, constant 0.02 s{hog}")

@@ -82,6 +82,17 @@ while True:
 """
 
 
+HOG_MODES = ("bursty", "steady")
+"""--hog-mode's choices (bench_duet.py takes the same)."""
+
+
+def stop_hog(hogs: list[subprocess.Popen]) -> None:
+    """The hog's processes ended (start_hog's)."""
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
 def start_hog(percent: float, mode: str, seed: int) -> list[subprocess.Popen]:
     """The background CPU hog: a process a core (none at 0 %)."""
     if percent <= 0:
@@ -161,7 +172,7 @@ def main() -> int:
     p.add_argument(
         "--hog", type=float, default=50.0, help="background CPU hog a core, %% of each 100 ms (default 50)"
     )
-    p.add_argument("--hog-mode", choices=("bursty", "steady"), default="bursty", help="(default bursty)")
+    p.add_argument("--hog-mode", choices=HOG_MODES, default="bursty", help="(default bursty)")
     p.add_argument("--seed", type=int, default=1, help="the bursty hog's seed (default 1)")
     p.add_argument("--run-time", default="5s", help="RUN_TIME of each run (default 5s)")
     p.add_argument("--repeats", type=int, default=3, help="REPEATS: the first look (default 3)")
@@ -201,9 +212,7 @@ def main() -> int:
                 for line in t.get("lines", []):
                     print(f"      {line}")
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+        stop_hog(hogs)
         if args.keep:
             print(f"kept: {work}")
         else:
