@@ -26,9 +26,12 @@ from pgserver import PgServer, PostgresMissing, pg_server
 # The property tests (@given) draw their inputs. In CI the draws are derandomized, so a run is
 # reproducible from the commit alone (a failure there fails the same way on a developer's machine),
 # and no example database is kept (CI starts from a fresh clone). Elsewhere Hypothesis explores
-# afresh on every run and replays the failures it saved under .hypothesis/ first.
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
-settings.load_profile("ci" if IN_CI else "default")
+# afresh on every run and replays the failures it saved under .hypothesis/ first. No deadline on an
+# example: the suite runs the property tests at idle CPU priority (`background`, tests/suite), where
+# one example may wait seconds for a core, and a test's speed is a bench's question, not a test's.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if IN_CI else "dev")
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ from runs import result_sets
 
 from swarmbench.analysis.commands import write_atomically
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
 SWEEP_RUN = next((FIXTURES / "sweep").iterdir())
 

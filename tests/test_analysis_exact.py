@@ -23,6 +23,8 @@ from swarmbench.analysis.summary import summarize
 from swarmbench.analysis.timeseries import run_series
 from swarmbench.latency.histogram import LatencyBook, new_histogram
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 HERE = Path(__file__).parent
 EXACT_RUNS = HERE / "fixtures" / "exact"
 STEP = EXACT_RUNS / "step"

@@ -9,6 +9,8 @@ import pytest
 
 from swarmbench.analysis.scaling import FitError, fit_amdahl, fit_usl
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 N = np.repeat(np.arange(1, 9), 3)  # N = 1..8, 3 repeats each
 GAMMA = 480.0
 NOISE = 0.03  # 3 % multiplicative noise per run

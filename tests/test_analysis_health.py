@@ -21,6 +21,8 @@ from swarmbench.analysis import analyze_scaling, load_runs, settings_table, summ
 from swarmbench.analysis import columns as C
 from swarmbench.analysis.health import events_table, workers_changed, workers_figure
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 SWEEP = ROOT / "tests" / "fixtures" / "analysis" / "sweep"
 DEGRADED = "20261121T194551Z_AlbumsHttpUser_w3"  # the one w3 run of its group with a twin repeat
 EVENTS = [

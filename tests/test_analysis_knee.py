@@ -14,7 +14,10 @@ from swarmbench.analysis.knee import knee_from_steps, step_load_knee, steps
 from swarmbench.analysis.runs import load_run
 from swarmbench.analysis.timeseries import grids, rate
 
-pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")
+pytestmark = [
+    pytest.mark.background,
+    pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning"),
+]
 
 USERS = list(range(10, 131, 10))
 THINK_S = 0.05

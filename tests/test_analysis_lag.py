@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from harness import ROOT, run_module
 
 from swarmbench.analysis import columns as C
@@ -14,6 +15,8 @@ from swarmbench.analysis import load_runs
 from swarmbench.analysis.health import lag_figure, lag_frame
 from swarmbench.core import bottleneck
 from swarmbench.core.manifest import WorkerLag
+
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
 
 SWEEP = ROOT / "tests" / "fixtures" / "analysis" / "sweep"
 # Two worker counts of one configuration: a sweep report (repeats of one alone get run pages).

@@ -15,6 +15,8 @@ from swarmbench.analysis import columns as C
 from swarmbench.analysis.locust_csv import AnalysisError, AnalysisWarning, read_history, read_stats
 from swarmbench.analysis.runs import discover_runs, load_run, load_runs, manifest_from_dict, read_manifest
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 SWEEP = sorted((FIXTURES / "sweep").iterdir())
 LEGACY = sorted((FIXTURES / "legacy").iterdir())

@@ -17,6 +17,8 @@ from swarmbench.analysis.scaling import analyze_scaling
 from swarmbench.analysis.summary import summarize
 from swarmbench.analysis.timeseries import run_series
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 UNITS = ("(requests/s)", "(ms)", "workers", "(s)", "speedup (×", "(count)", "users")
 

@@ -13,6 +13,8 @@ from swarmbench.analysis.runs import load_runs
 from swarmbench.analysis.scaling import analyze_scaling, group_key, group_runs, scaling_json
 from swarmbench.core.manifest import SweepMembership
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 
 

@@ -13,6 +13,8 @@ from swarmbench.analysis import columns as C
 from swarmbench.analysis.runs import load_runs
 from swarmbench.analysis.summary import aggregated, failures_table, settings_table, summarize
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 
 

@@ -26,7 +26,10 @@ from swarmbench.analysis.timeseries import (
 from swarmbench.cli import analysis_main
 
 # The synthetic runs have no run.json: the reader warns about each.
-pytestmark = pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning")
+pytestmark = [
+    pytest.mark.background,
+    pytest.mark.filterwarnings("ignore::swarmbench.analysis.locust_csv.AnalysisWarning"),
+]
 
 
 def real_runs():

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from swarmbench.compare.sides import RunData, differences
 from swarmbench.core.manifest import RunManifest
+
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
 
 
 def side(**settings) -> list[RunData]:

@@ -30,6 +30,8 @@ from swarmbench.core.checks import (
 )
 from swarmbench.latency.histogram import new_histogram
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 WINDOWS, PER_WINDOW = 60, 150
 MEDIAN_US, SIGMA, PHI, WINDOW_SD = 10_000, 0.3, 0.3, 0.04
 """Real windows here (8 A/A runs of 15 s): per-window p50 SD 2-7 %, lag-1 autocorrelation 0.0-0.37."""

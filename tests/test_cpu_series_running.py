@@ -10,6 +10,8 @@ import pytest
 
 from swarmbench.plugin import generator
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 
 def reference(samples: list[tuple[float, float]], reported: list[float]) -> tuple:
     """The former list-based figures."""

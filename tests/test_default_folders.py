@@ -16,6 +16,8 @@ from swarmbench.core.folder import LOGS_DIR, RESERVED_DIR
 from swarmbench.runner import knee, sweep
 from swarmbench.runner.points import SweepSettings
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 EXACT = FIXTURES / "exact"
 """Real run folders with exact latency."""
 

@@ -20,6 +20,8 @@ from swarmbench.core import folder
 from swarmbench.core.manifest import COMPLETE, RunManifest
 from swarmbench.page import run as run_page
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 EXAMPLES = ROOT / "results" / "examples"
 RUNS = sorted(p.parent for p in EXAMPLES.glob("*/run.json"))
 GENERATED = re.compile(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")

@@ -22,6 +22,8 @@ from swarmbench.compare.trend import TAIL_MIN, gate_outcome, tail_rests_on
 from swarmbench.core.checks import AGGREGATED, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED, verdict
 from swarmbench.history import open_store
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 NAMES = [*(f"GET /n{k}" for k in range(10)), AGGREGATED]
 FIGURES = ("throughput", "p50", "p90", "p95", "p99")
 ALPHAS = hs.row_alphas(NAMES, (*FIGURES, "error_rate"), 0.05)

@@ -18,6 +18,8 @@ from harness import FIXTURES, assert_one_line_error, run_module
 
 from swarmbench.analysis.commands import write_atomically
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 SWEEP = FIXTURES / "analysis" / "sweep"
 RUN = SWEEP / "20261121T194528Z_AlbumsHttpUser_local"  # stats row 5 is Aggregated: 8442 requests
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from swarmbench.latency.histogram import decode, new_histogram
+
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
 
 
 def test_a_histogram_is_freed_without_the_cyclic_collector():

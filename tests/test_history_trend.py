@@ -19,6 +19,8 @@ from swarmbench.compare.trend import GATE_METHOD, GATE_MIN_RUNS, TAIL_MIN, gate_
 from swarmbench.core.checks import AGGREGATED, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED
 from swarmbench.history import RunData, open_store
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 STEP_AT, RUNS = 25, 40
 STEPPED = ("GET", "GET /albums")  # its p99 rises 10 % from run STEP_AT on
 JUDGED = ("GET", "GET /albums/{id}")  # 514 requests a run: 25 beyond p95, so the gate judges its p95

@@ -13,6 +13,8 @@ from swarmbench.core import bottleneck
 from swarmbench.core.manifest import GeneratorLag, TargetCounters, WorkerLag
 from swarmbench.plugin.generator import LAG_SERIES_ROWS, LagBook
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 
 def test_histogram_percentiles_are_within_five_percent_of_exact():
     rng = random.Random(7)

@@ -25,6 +25,8 @@ from swarmbench.latency.histogram import KINDS, PERCENTILES, decode, new_histogr
 from swarmbench.latency.recorder import Recorder
 from swarmbench.latency.windows import SEAL_AFTER, WINDOW_COLUMNS, Shipment, Windows, ship, window_row
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 NAMES = [("GET", "GET /albums"), ("GET", "GET /albums/{id}"), ("POST", "POST /albums")]
 
 

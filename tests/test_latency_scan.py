@@ -14,6 +14,8 @@ from swarmbench.core.exposition import BUCKET_BOUNDS_S
 from swarmbench.latency.histogram import bucket_index, bucket_percentiles, buckets, new_histogram, to_us
 from swarmbench.latency.scan import scan
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 INDICES = tuple(bucket_index(round(b * 1_000_000)) for b in BUCKET_BOUNDS_S)
 PERCENTILES = [0.0, 50.0, 90.0, 95.0, 99.0, 99.9, 100.0]
 

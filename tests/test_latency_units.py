@@ -36,6 +36,8 @@ from swarmbench.latency.histogram import (
 from swarmbench.latency.recorder import Recorder
 from swarmbench.latency.windows import WINDOW_COLUMNS, Windows, window_of
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 EXAMPLES = sorted(p.parent for p in ROOT.glob("tests/fixtures/examples-2026-11-21/*/run.json"))
 """Folders from before the exact latency files (results/examples' sweep of 2026-11-21, one kept)."""
 NAMES = [("GET", "GET /albums"), ("GET", "GET /albums/{id}"), ("POST", "POST /albums")]

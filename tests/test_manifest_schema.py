@@ -28,6 +28,8 @@ from swarmbench.core.manifest import (
     WorkersPoint,
 )
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 CHECKED_IN = sorted([*ROOT.glob("results/examples/**/run.json"), *ROOT.glob("tests/fixtures/**/run.json")])
 
 

@@ -22,6 +22,8 @@ from swarmbench.core.openmodel import ArrivalCounts, summarize
 from swarmbench.latency.histogram import LatencyBook
 from swarmbench.runner.settings import check_arrival as check_settings
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 # --- the grammar ------------------------------------------------------------------------------------
 
 

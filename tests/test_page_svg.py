@@ -7,10 +7,13 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from swarmbench.page import svg
+
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
 
 
 def points(chart: str) -> list[tuple[float, float]]:

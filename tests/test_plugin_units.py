@@ -18,6 +18,8 @@ from harness import ROOT
 from swarmbench.core import folder, target
 from swarmbench.plugin import generator
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 METRICS = (ROOT / "tests" / "fixtures" / "metrics" / "albums_rwmutex.prom").read_text()
 """What the real target served on /metrics after a few real requests (see the fixture's README)."""
 

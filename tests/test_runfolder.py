@@ -16,6 +16,8 @@ from swarmbench import RunFolder, RunFolderError
 from swarmbench.core.exits import InputError
 from swarmbench.core.figures import MS_DECIMALS, number, numbers, show_ms
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 ROOT = Path(__file__).resolve().parents[1]
 SHOWCASE = sorted((ROOT / "results" / "examples").glob("r1-*"))
 LEGACY = ROOT / "tests" / "fixtures" / "analysis" / "legacy"

@@ -17,6 +17,8 @@ from swarmbench.compare.stats import t_quantile
 from swarmbench.core.checks import AGGREGATED, IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED
 from swarmbench.runner import ab
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 SEQUENCES = 5000
 """Simulated sequences of the false-alarm figure: a 5 % rate has a Monte Carlo SD of 0.3 % here."""
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swarmbench.compare import trend
 from swarmbench.compare.trend import ChangePoint, Prepared
+
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
 
 
 def reference_best(prep: Prepared, start: int, m: int) -> tuple[int, float]:

@@ -19,6 +19,8 @@ from scipy import stats as sps
 from swarmbench.compare import trend
 from swarmbench.compare.trend import baseline, change_points, outside, prediction_interval
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 SEEDS = 200
 NOISE, STEP = 0.03, 0.08  # the synthetic history: +8 % at run 25 of 50, 3 % noise
 

@@ -25,6 +25,8 @@ from swarmbench.core import bottleneck as V
 from swarmbench.core.loadspec import DEFAULT_WAIT_TIME
 from swarmbench.core.manifest import RunManifest, VerdictInputs
 
+pytestmark = pytest.mark.background  # no clock in it: tests/suite gives it idle CPU priority
+
 CASES = 5000
 """Examples of the property: as many as the seeded loop it replaced drew."""
 SPECS = [
