@@ -121,10 +121,13 @@ def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects: tests/suite runs `-m docker` on its own
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that needs the Docker engine is a `docker` test, marked or not."""
+    """A test that needs the Docker engine is a `docker` test, marked or not; an `alone` test is a
+    `quiet` one (tests/suite runs it after the other quiet tests)."""
     for item in items:
         if "docker_compose" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.docker)
+        if item.get_closest_marker("alone") and not item.get_closest_marker("quiet"):
+            item.add_marker(pytest.mark.quiet)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

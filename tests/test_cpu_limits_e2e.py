@@ -13,7 +13,7 @@ from runs import manifest, only_run, stats, total
 
 from swarmbench.core import bottleneck
 
-pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose"), pytest.mark.quiet]  # CPU shares
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_compose"), pytest.mark.alone]  # CPU shares
 
 
 def _run(tmp_path, **settings: str) -> tuple[dict, str]:

@@ -134,7 +134,7 @@ def test_verdict_rules_in_order():
 # --- verdicts on real runs ---------------------------------------------------------------------------
 
 
-@pytest.mark.quiet
+@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
 def test_real_run_with_few_users_and_long_waits_is_load_bound(albums_target, tmp_path):
     res = run_locust(
         "--headless", "-H", albums_target.url, "-t", "6s", "-u", "2", "-r", "2",
@@ -147,7 +147,7 @@ def test_real_run_with_few_users_and_long_waits_is_load_bound(albums_target, tmp
     assert "AlbumsFastHttpUser (--wait-time 'constant 2', measured mean wait 2.0000 s)" in b["reason"]
 
 
-@pytest.mark.quiet
+@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
 def test_real_run_against_a_slow_serialised_target_is_target_bound(albums_binary, tmp_path):
     # Calibrated slow target: every store operation holds the one mutex for 5 ms of CPU work on one
     # CPU, so ~200 operations/s at most, far below what 20 users with 10 ms think time ask for.

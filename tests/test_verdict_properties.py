@@ -356,7 +356,7 @@ def test_a_target_that_stopped_answering_is_target_failed():
 OWN_WAIT = "tests/fixtures/pacing/own_wait_locustfile.py"
 
 
-@pytest.mark.quiet
+@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
 def test_real_run_measures_a_classs_own_wait_time(albums_target, tmp_path):
     """The issue's staging case on a real Locust process: default --wait-time, a class of its own."""
     res = run_locust(
@@ -377,7 +377,7 @@ def test_real_run_measures_a_classs_own_wait_time(albums_target, tmp_path):
     assert "OwnWaitUser (its own wait_time, measured mean wait 0.0200 s)" in b["reason"], b
 
 
-@pytest.mark.quiet
+@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
 def test_real_distributed_run_sums_each_classs_waits_over_workers(albums_target, tmp_path):
     """Two workers, two classes: one paced by --wait-time, one by its own wait_time."""
     port = str(free_port())
