@@ -32,6 +32,8 @@ from runs import (
 from swarmbench.runner import swarm
 from swarmbench.runner.compose import prepare_results
 
+pytestmark = pytest.mark.swarm  # its Docker tests: one after the other (tests/conftest.py)
+
 # --- settings: refused with one line before Docker is asked anything ------------------------------
 
 

@@ -20,7 +20,7 @@ from runs import assert_complete_folder, only_run
 
 from swarmbench.runner import swarmlab
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.swarm]
 
 
 def lab_leftovers() -> list[str]:
