@@ -233,7 +233,7 @@ def local_env(tmp_path: Path, albums_binary: Path, **extra: str) -> dict[str, st
     }  # fmt: skip
 
 
-@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
+@pytest.mark.quiet
 def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
     """10 users at 100 ms: about 100 iterations/s. 40 and 80/s hold, 120/s drops about a fifth."""
     env = local_env(tmp_path, albums_binary, LOCUST_USERS="10", LOCUST_RUN_ID="k")
@@ -252,7 +252,7 @@ def test_knee_local_finds_the_rate_the_pool_holds(albums_binary, tmp_path):
     assert "Response time percentiles" in (tmp_path / "k" / folder.RUNNER_LOG).read_text()
 
 
-@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
+@pytest.mark.quiet
 def test_sweep_reports_the_highest_rate_n_workers_sustain(albums_binary, tmp_path):
     """Weak scaling, 10 users per worker: one worker holds 60/s but not 120/s, two hold 120/s."""
     args = [
@@ -277,7 +277,7 @@ def test_sweep_reports_the_highest_rate_n_workers_sustain(albums_binary, tmp_pat
 
 @pytest.mark.docker
 @pytest.mark.usefixtures("docker_compose")
-@pytest.mark.alone  # a bottleneck verdict: the whole machine's CPU
+@pytest.mark.quiet
 def test_knee_through_compose_splits_the_rate_over_two_workers(tmp_path):
     """`python -m swarmbench knee --rates` with the compose stack: the schedule reaches both worker
     containers, each runs half, every step holds on the fast demo target, and the report says so."""
