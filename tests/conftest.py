@@ -122,18 +122,10 @@ def analysis_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects: tests/suite runs `-m docker` on its own
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the Docker engine is a `docker` test, marked or not; an `alone` test is a
-    `quiet` one (tests/suite runs it after the other quiet tests).
-
-    tests/suite runs the Docker tests on two pytest-xdist workers (`--dist loadgroup`): each
-    module is one group, so its fixtures are made once and its tests run in order, as one `pytest`
-    runs them, and the `swarm` modules are one group between them, since a swarm is the engine's
-    own state: test_swarm.py leaves its one-node swarm before test_swarm_lab.py makes the lab's."""
+    `quiet` one (tests/suite runs it after the other quiet tests)."""
     for item in items:
         if "docker_compose" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.docker)
-        if item.get_closest_marker("docker"):
-            group = "swarm" if item.get_closest_marker("swarm") else item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
         if item.get_closest_marker("alone") and not item.get_closest_marker("quiet"):
             item.add_marker(pytest.mark.quiet)
 

@@ -232,6 +232,8 @@ def test_interrupt_keeps_finished_points_and_a_rerun_resumes(albums_binary, tmp_
 
 
 @pytest.mark.docker
+@pytest.mark.quiet  # its answer is a scaling fit of two runs' throughput: beside the Docker tests on
+# two workers (tests/suite), once the report had no speedup chart
 def test_make_sweep_through_compose(docker_compose, tmp_path):
     env = {
         **os.environ,
