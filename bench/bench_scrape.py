@@ -89,6 +89,8 @@ def main() -> int:
         size = statistics.median(b for _, b in scrapes)
         p50 = statistics.median(ms)
         print(f"scrapes: {len(ms)}, answer p50 {p50:.1f} ms, max {ms[-1]:.1f} ms, {size:.0f} bytes")
+        # in order, from the master's start (its warm-up included): where the slow ones fall
+        print("answers in order, ms: " + " ".join(f"{m:.0f}" for m, _ in scrapes))
     return 0
 
 

@@ -201,6 +201,65 @@ def test_windows_every_worker_reported_past_are_sealed_early_and_write_the_same_
     assert written(windows) == reference_file(pieces)
 
 
+def test_a_window_sealed_a_row_at_a_time_keeps_what_it_made_only_if_nothing_touched_it():
+    """Windows.sealing (a standalone runner's collector lets its requests go between rows): run
+    through, it seals as seal() does; when another caller seals the window while it is away, or a
+    piece of the window comes, what it made is dropped: nothing is counted twice or lost, and the
+    file is the reference's."""
+    pieces = reports(11, workers=2, windows=12)
+    last = len(pieces) - 1  # its window 11 is held back: it comes while window 11 is being sealed
+    held = only(pieces[last], lambda w: w == 11)
+    assert held.windows, "the held piece must have samples"
+
+    def opened() -> Windows:
+        windows = Windows()
+        for i, report in enumerate(pieces):
+            windows.merge(only(report, lambda w: w != 11) if i == last else report)
+        assert 11 in windows.piles and windows.newest == 11
+        return windows
+
+    whole, twin = opened(), opened()
+    steps = list(whole.sealing(11))
+    twin.seal(11)
+    assert len(steps) > 2 and whole.sealed[11] == twin.sealed[11] and 11 not in whole.piles
+
+    raced = opened()
+    steps = raced.sealing(11)
+    next(steps)
+    raced.seal(11)  # a reader seals it while the collector is away
+    lines = raced.sealed[11]
+    assert list(steps) and raced.sealed[11] is lines and 11 not in raced.piles  # kept the reader's
+
+    late = opened()
+    steps = late.sealing(11)
+    next(steps)
+    late.merge(held)  # a piece of the window comes while it is being sealed
+    list(steps)
+    assert 11 in late.piles and 11 not in late.sealed, "what it made without the piece is dropped"
+    assert written(late) == reference_file(pieces) and written(raced) == written(twin)
+
+
+def test_counting_a_few_entries_at_a_time_counts_each_once_whatever_comes_between():
+    """Windows.counting (a master's metrics and live status, which let other work go between
+    batches): reports filed and windows sealed between its batches, each entry is counted once;
+    the totals and the file are those of counting at once."""
+    pieces = reports(12, workers=3, windows=15)
+    windows, at_once = Windows(), Windows()
+    batches, steps = 0, windows.counting(most=1)
+    for i, report in enumerate(pieces):
+        windows.merge(report)  # between two batches: a report filed, maybe windows sealed
+        at_once.merge(report)
+        if i % 3 == 2:  # a batch every third report: more entries come than a batch counts
+            if next(steps, "done") == "done":
+                steps = windows.counting(most=1)
+            else:
+                batches += 1
+    batches += sum(1 for _ in windows.counting(most=1))
+    assert batches > len(pieces) // 3 and windows.sealed
+    assert windows.totals().rows() == at_once.totals().rows()
+    assert written(windows) == written(at_once) == reference_file(pieces)
+
+
 def test_totals_while_running_hold_open_and_sealed_windows_without_sealing():
     pieces = reports(8, workers=2, windows=20)
     windows = Windows()

@@ -110,6 +110,14 @@ after ~2 report intervals a window rarely gets more; a piece that still comes la
 (the rows are made again, as exact: only slower). The master seals sooner when every worker has
 said its reports hold everything up to a later time (seal_before)."""
 
+COUNT_BATCH = 64
+"""Window entries (a report's piece of one window: every key's samples) Windows.counting counts
+before it yields. A master at 1,000 workers x 200 requests/s files ~400,000 samples in 2 s, ~2,000
+entries of ~200 samples (a few µs each to split and count): counted in one go, 40-130 ms with the
+gevent loop held, and a /metrics scrape waited that long (bench/bench_scrape.py). 64 entries are
+~13,000 samples, a few ms; smaller batches add each key's counts into the run's totals more often
+(a cost per bucket, not per sample)."""
+
 KEYSETS_KEPT = 1024
 """Distinct key lists (a report's [type, name, kind]s, in its order) the master remembers checked:
 workers of one scenario send a few, so each report's is found, not checked and copied again; past
@@ -365,19 +373,41 @@ class Windows:
     def seal(self, window: int) -> None:
         """WINDOW's entries counted per key (with its rows made before, if a late piece re-opened
         it), added to the run's totals, its CSV lines made."""
+        for _ in self.sealing(window):
+            pass
+
+    def sealing(self, window: int) -> Iterator[None]:
+        """seal(WINDOW) a row at a time: yields after each row it makes, so the process sending the
+        requests can let them go between (plugin/latency.py _collect_often). In one go, a window's
+        rows held the gevent loop 2-5 ms a second at 1,000 requests/s, and every request due then
+        started late: the open model's intended-start tail. What it made is kept only if nothing
+        touched the window while it was away (another caller sealed it, a piece came, a reader
+        counted one); else it is dropped and the window left as it is then, for the next call."""
         tally = self._tally(window)
-        self.piles.pop(window, None)
-        self.tallies.pop(window, None)
-        late = tally.counts
-        if tally.failures:  # added to what it had when sealed before (a late piece re-opened it)
-            self.failures.setdefault(window, Counter()).update(tally.failures)
+        done, before = tally.done, self.sealed.get(window)
+        failures = Counter(self.failures.get(window, ()))  # re-opened: what it had when sealed before
+        failures.update(tally.failures)
         counted = self._sealed_counts(window)
-        for key, counts in late.items():
+        for key, counts in tally.counts.items():
             if key in counted:
                 counted[key].update(counts)
             else:
                 counted[key] = counts
-        rows = list(self._rows(window, counted))
+        rows = []
+        for row in self._rows(window, counted, failures):
+            rows.append(row)
+            yield
+        if (
+            self.tallies.get(window) is not tally
+            or tally.done != done
+            or len(self.piles.get(window, ())) != done
+            or self.sealed.get(window) is not before
+        ):
+            return
+        self.piles.pop(window, None)
+        self.tallies.pop(window, None)
+        if failures:
+            self.failures[window] = failures
         buffer = io.StringIO()
         csv.writer(buffer).writerows([row[c] for c in WINDOW_COLUMNS] for row in rows)
         self.sealed[window] = buffer.getvalue().splitlines(keepends=True)
@@ -409,14 +439,16 @@ class Windows:
         except OSError:
             self.journal = None
 
-    def _tally(self, window: int) -> Tally:
-        """WINDOW's open entries counted per key, the ones filed since the last call added."""
+    def _tally(self, window: int, most: int | None = None) -> Tally:
+        """WINDOW's open entries counted per key, the ones filed since the last call added (at most
+        MOST of them: counting())."""
         tally = self.tallies.get(window)
         if tally is None:
             tally = self.tallies[window] = Tally()
         entries = self.piles.get(window, ())
         if tally.done < len(entries):
-            for key, pile in _split(entries[tally.done :], tally.failures).items():
+            end = len(entries) if most is None else min(len(entries), tally.done + most)
+            for key, pile in _split(entries[tally.done : end], tally.failures).items():
                 new = pile.counts()
                 total = self.run.get(key)
                 if total is None:
@@ -427,7 +459,7 @@ class Windows:
                     tally.counts[key] = new
                 else:
                     counts.update(new)
-            tally.done = len(entries)
+            tally.done = end
         return tally
 
     def _open(self, window: int) -> tuple[dict[Key, Counter[int]], Counter[Key]]:
@@ -506,6 +538,19 @@ class Windows:
         for window in list(self.piles):
             self._tally(window)
 
+    def counting(self, most: int = COUNT_BATCH) -> Iterator[None]:
+        """count_open MOST entries at a time, yielding after each batch, so a caller beside other
+        work (a master's metrics and live status, plugin/latency.py count_in_steps) lets it go between
+        (COUNT_BATCH). Whatever happens between two batches (a piece filed, a window sealed, another
+        reader counting) is taken as it is: each entry is still counted once."""
+        for window in list(self.piles):
+            while True:
+                entries, tally = self.piles.get(window), self.tallies.get(window)
+                if entries is None or (tally is not None and tally.done >= len(entries)):
+                    break
+                self._tally(window, most)
+                yield
+
     def rows(self) -> Iterator[dict[str, Any]]:
         """CSV rows, window by window: each (type, name, kind), sorted, then Aggregated per kind."""
         self.seal_all()
@@ -524,11 +569,13 @@ class Windows:
         for window in sorted(self.sealed):
             yield from self.sealed[window]
 
-    def _rows(self, window: int, counted: dict[Key, Counter[int]]) -> Iterator[dict[str, Any]]:
+    @staticmethod
+    def _rows(
+        window: int, counted: dict[Key, Counter[int]], failed: Counter[Key]
+    ) -> Iterator[dict[str, Any]]:
         """WINDOW's rows: each key's from its non-empty buckets, sorted; then each kind's Aggregated
-        row from the same buckets (summed_percentiles: its keys are never added up), with the
-        failures sealing counted."""
-        failed = self.failures.get(window, Counter())
+        row from the same buckets (summed_percentiles: its keys are never added up), with FAILED,
+        the window's failures per key."""
         parts: dict[str, list[tuple[list[int], list[int]]]] = {}
         fails: Counter[str] = Counter()
         for key in sorted((k for k in counted if counted[k]), key=lambda k: (k[1], k[0], _kind_order(k[2]))):

@@ -94,11 +94,13 @@ within 0.5 s of the report that completes it (0.25 s with --abort-on-fail)."""
 
 COLLECT_S = 0.25
 """(standalone) How often the process that sends the requests files its own samples into the run's
-windows and seals the windows behind it (collect_local), in a greenlet of its own: small batches,
-so no one call holds the gevent loop for long. Filed only when someone asked (the live status every
-2 s, the UI), 2 s of samples at 1,000/s took ~14 ms at once (py-spy), and every request due in those
-ms started that late: the open model's intended-start p99 rose with it (bench/bench_open_model.py
---against). A window is then sealed once, within COLLECT_S of its end."""
+windows, seals the windows behind it and counts the open ones (_collect_often), in a greenlet of its
+own: small steps, the requests let go between each (gevent.sleep(0)), so no one step holds the
+gevent loop for long. Filed only when someone asked (the live status every 2 s, the UI), 2 s of
+samples at 1,000/s took ~14 ms at once (py-spy), and sealing a window in one go 2-5 ms: every
+request due in those ms started that late, and the open model's intended-start p99 rose with it
+(bench/bench_open_model.py --against). A window is sealed once, within COLLECT_S of its end; the
+live thresholds (slo.py) see it then."""
 
 
 Intended = Callable[[float | None, float], tuple[float, int] | None]
@@ -131,6 +133,7 @@ class Latency:
         self.covered: dict[str, float] = {}
         self._swept = -math.inf  # when seal_covered last looked (time.monotonic())
         self._collector: gevent.Greenlet | None = None  # (standalone) _collect_often
+        self._sealing = False  # seal_in_steps is under way (it yields)
 
     # --- set up and the test's clock -------------------------------------------------------------
 
@@ -176,11 +179,17 @@ class Latency:
             logger.info("exact latency: stats reset after the ramp-up (--reset-stats); windows start over")
 
     def _collect_often(self) -> None:
-        """(standalone) collect_local every COLLECT_S, for the life of the process (COLLECT_S)."""
+        """(standalone) Every COLLECT_S for the life of the process: its samples filed, the windows
+        behind them sealed a row at a time (Windows.sealing), the open ones counted; the requests
+        let go between each step (COLLECT_S)."""
         while True:
             gevent.sleep(COLLECT_S)
-            self.collect_local()
-            self.windows.count_open()  # counted now, a little at a time, not by the next reader
+            upto = self._file_local()
+            if upto is None:
+                continue
+            gevent.sleep(0)
+            self.seal_in_steps(window_of(upto))
+            self.count_in_steps()  # counted now, a little at a time, not by the next reader
 
     def _restart(self) -> None:
         if self.enabled:
@@ -291,7 +300,25 @@ class Latency:
             return
         marks = [self.covered.get(client_id) for client_id in runner.clients]
         if all(m is not None for m in marks):
-            self.windows.seal_before(window_of(min(m for m in marks if m is not None)))
+            self.seal_in_steps(window_of(min(m for m in marks if m is not None)))
+
+    def seal_in_steps(self, before: int) -> None:
+        """The open windows before BEFORE sealed a row at a time (Windows.sealing), the other
+        greenlets let go between rows: in one go, a master at 1,000 workers x 10 names held its loop
+        20 ms or more several times a run sealing (gevent's monitor at 20 ms, bench_master_scale.py),
+        and a standalone runner 2-5 ms a second, every request due then starting late. A call made
+        while one is under way returns at once: that one seals them (the live thresholds' loop and
+        the reports both ask)."""
+        if self._sealing:
+            return
+        self._sealing = True
+        try:
+            windows = self.windows
+            for window in sorted(w for w in windows.piles if w < before):
+                for _ in windows.sealing(window):
+                    gevent.sleep(0)
+        finally:
+            self._sealing = False
 
     def _add(self, report: dict, where: str) -> None:
         shipment = Shipment(report.get("keys"), report.get("windows"))
@@ -322,15 +349,30 @@ class Latency:
             logger.warning("exact latency: sealed windows not kept as they seal (%s)", e.strerror or e)
 
     def collect_local(self) -> None:
-        """(standalone) This process's own samples into the run's windows."""
+        """(standalone) This process's own samples into the run's windows, the whole ones sealed."""
+        upto = self._file_local()
+        if upto is not None and self.windows:  # every request that ended before UPTO is filed
+            self.windows.seal_before(window_of(upto))
+
+    def count_in_steps(self) -> None:
+        """What came since the last count counted a batch at a time (Windows.counting), the other
+        greenlets let go between (the requests, a scrape, the worker reports): what a reader asks
+        next (totals(), with the loop held) finds little left to count. The master's metrics and
+        live status call it before they read."""
+        self._file_local()
+        for _ in self.windows.counting():
+            gevent.sleep(0)
+
+    def _file_local(self) -> float | None:
+        """(standalone) This process's own samples into the run's windows; the time (s from t0)
+        before which every request that ended is filed now (None: not a standalone process)."""
         if self.runner is None or isinstance(self.runner, MasterRunner | WorkerRunner):
-            return
+            return None
         upto = time.time() - self.t0
         shipment, timeline = self.recorder.take()
         if shipment.windows or timeline:
             self._add(payload(self.t0, shipment, timeline), "this process")
-        if self.windows:  # every request that ended before UPTO is filed: its windows are whole
-            self.windows.seal_before(window_of(upto))
+        return upto
 
     # --- the end ---------------------------------------------------------------------------------
 
@@ -346,7 +388,7 @@ class Latency:
     def live_totals(self) -> LatencyBook:
         """The run so far (the web UI's tab): nothing sealed by asking; recomputed only when a
         report came since the last time (a UI polls every 2 s, workers report every 3 s)."""
-        self.collect_local()
+        self._file_local()  # sealing is _collect_often's, a row at a time
         if self._live is None or self._live[0] != (id(self.windows), self.windows.version):
             self._live = ((id(self.windows), self.windows.version), self.windows.totals())
         return self._live[1]
@@ -354,7 +396,7 @@ class Latency:
     def live_series(self) -> list[dict[str, Any]]:
         """Per window so far, every request's service time together (the web UI's chart), cached as
         live_totals() is."""
-        self.collect_local()
+        self._file_local()
         key = (id(self.windows), self.windows.version)
         if self._series is None or self._series[0] != key:
             self._series = (key, self.windows.series("service"))

@@ -260,6 +260,7 @@ class Metrics:
         off the answer's path)."""
         while True:
             gevent.sleep(COUNT_EVERY_S)
+            self.plugin.latency.count_in_steps()  # the bulk a batch at a time; count() the rest
             new, old = self.count(), self._counted
             if new is None or old is None or new[0] is not old[0] or new[1] != old[1]:
                 self._counted = new  # else the same figures: the scrapes' cached text stands

@@ -140,7 +140,7 @@ class LiveChecks:
         while True:
             gevent.sleep(CHECK_INTERVAL_S)
             latency = self.plugin.latency
-            latency.live_totals()  # a standalone runner's own samples filed (and old windows sealed)
+            latency.live_totals()  # a standalone runner's own samples filed (its collector seals)
             latency.seal_covered()  # (master) what every worker has reported past
             windows: Windows = latency.windows
             last = checked[1] if checked[0] == id(windows) else -1  # --reset-stats: windows anew
