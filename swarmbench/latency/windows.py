@@ -384,7 +384,7 @@ class Windows:
         touched the window while it was away (another caller sealed it, a piece came, a reader
         counted one); else it is dropped and the window left as it is then, for the next call."""
         tally = self._tally(window)
-        done, before = tally.done, self.sealed.get(window)
+        done = tally.done
         failures = Counter(self.failures.get(window, ()))  # re-opened: what it had when sealed before
         failures.update(tally.failures)
         counted = self._sealed_counts(window)
@@ -397,12 +397,9 @@ class Windows:
         for row in self._rows(window, counted, failures):
             rows.append(row)
             yield
-        if (
-            self.tallies.get(window) is not tally
-            or tally.done != done
-            or len(self.piles.get(window, ())) != done
-            or self.sealed.get(window) is not before
-        ):
+        # Another caller's seal pops the tally (a piece that re-opens the window makes a new one);
+        # a piece that came, counted or not, lengthens the pile past what was counted here.
+        if self.tallies.get(window) is not tally or len(self.piles.get(window, ())) != done:
             return
         self.piles.pop(window, None)
         self.tallies.pop(window, None)
@@ -482,8 +479,13 @@ class Windows:
         caller knows every generator has reported past them (the master's per-worker coverage,
         plugin/latency.py), so the live thresholds and the metrics' last window need not wait. A
         piece that still comes re-opens its window, as after SEAL_AFTER (exact, only slower)."""
-        for open_window in [w for w in self.piles if w < window]:
-            self.seal(open_window)
+        for _ in self.sealing_before(window):
+            pass
+
+    def sealing_before(self, window: int) -> Iterator[None]:
+        """seal_before(WINDOW) a row at a time (sealing), the oldest window first."""
+        for open_window in sorted(w for w in self.piles if w < window):
+            yield from self.sealing(open_window)
 
     def _sealed_counts(self, window: int) -> dict[Key, Counter[int]]:
         """A sealed window's counts back from its lines (the hdr column is the last, and base64

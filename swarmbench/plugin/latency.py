@@ -313,10 +313,8 @@ class Latency:
             return
         self._sealing = True
         try:
-            windows = self.windows
-            for window in sorted(w for w in windows.piles if w < before):
-                for _ in windows.sealing(window):
-                    gevent.sleep(0)
+            for _ in self.windows.sealing_before(before):
+                gevent.sleep(0)
         finally:
             self._sealing = False
 

@@ -88,8 +88,7 @@ class Live:
         """Every LIVE_INTERVAL_S until the run's end (stop()). A folder that cannot take the file
         costs the progress line, never the run: said once in the log, then no more tries."""
         while True:
-            if self.plugin.latency.enabled:
-                self.plugin.latency.count_in_steps()  # the bulk a batch at a time; write() the rest
+            self.plugin.latency.count_in_steps()  # the bulk a batch at a time; write() the rest
             try:
                 self.write(run)
             except OSError as e:
