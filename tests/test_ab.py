@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import interrupt_when, interruptible, run_module
+from harness import free_port, interrupt_when, interruptible, run_module
 
 from swarmbench.runner.ab import schedule
 
@@ -42,7 +42,16 @@ def _env(results: Path, binary: Path | None, **settings: str) -> dict[str, str]:
 
 def ab(results: Path, binary: Path | None, timeout: float = 300, **settings: str):
     res = run_module("swarmbench", "ab", env=_env(results, binary, **settings), timeout=timeout)
-    return res.returncode, res.stdout + res.stderr, results / "ab"
+    return res.returncode, with_failed_logs(res.stdout + res.stderr), results / "ab"
+
+
+def with_failed_logs(printed: str) -> str:
+    """PRINTED with the end of each failed run's log after it: what an assertion shows when a run
+    failed where it should not (CI's temporary folders are gone by the time anyone reads them)."""
+    for log in re.findall(r"^swarmbench ab: run .* failed: .*\(its log: (.+)\)$", printed, re.M):
+        tail = Path(log).read_text(errors="replace").splitlines()[-60:] if Path(log).is_file() else []
+        printed += f"\n--- the end of {log}:\n" + "\n".join(line[:300] for line in tail)
+    return printed
 
 
 def verdicts(folder: Path) -> dict[tuple[str, str], dict]:
@@ -144,6 +153,18 @@ def test_two_hosts_are_compared_like_two_staging_deploys(two_hosts, tmp_path):
     hosts = next(s for s in data["settings_differ"] if s["setting"] == "host")
     assert (hosts["baseline"], hosts["candidate"]) == (fast.url, slow.url)
     assert verdicts(root)[("Aggregated", "p50")]["verdict"] == "regressed", printed
+
+
+def test_a_failed_run_says_why_and_where_its_log_is(albums_target, tmp_path):
+    """B's host refuses connections: B's run fails, and the line that says so names the log its
+    processes wrote (the reason is one line of it; the rest is what a user reads next)."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    code, printed, root = ab(tmp_path, None, A_HOST=albums_target.url, B_HOST=dead, RUN_TIME="3s")
+    assert code != 0, printed
+    line = next(x for x in printed.splitlines() if x.startswith("swarmbench ab: run B/b1 failed: "))
+    assert "unreachable" in line and line.endswith(f"(its log: {root / '.logs' / 'b1.log'})"), line
+    assert "unreachable" in (root / ".logs" / "b1.log").read_text()
+    assert (root / "A" / "a1" / "run.json").is_file(), "A's run is kept"
 
 
 @pytest.mark.parametrize(

@@ -138,6 +138,24 @@ def test_worker_killed_mid_run_is_degraded_exit_4(albums_target, tmp_path):
     assert total(stats(only_run(results))) <= target_album_requests(albums_target.metrics())
 
 
+def test_a_worker_frozen_at_its_spawn_fails_the_run_and_says_it_went_missing(albums_target, tmp_path):
+    """A worker that stops dead as its users start (SIGSTOP: a hung process, a paused VM) sends no
+    heartbeat and no report: nothing was measured, so the run failed (exit 5), and its status says
+    why, not just "no request was made" (one CI run had only that to go on)."""
+    results = tmp_path / "results"
+    with distributed(albums_target, results, tmp_path, 1, "-t", "6s") as procs:
+        wait_for(tmp_path / "master.log", "Sending spawn jobs")
+        # Its reports come every 3 s from its own start (just before the spawn): none is due yet.
+        procs["w0"].send_signal(signal.SIGSTOP)
+        code = procs["master"].wait(timeout=60)
+        procs["w0"].kill()  # frozen, it would answer no gentler signal
+    m = assert_complete_folder(only_run(results))
+    assert (code, m["status"], m["exit_code"]) == (exits.RUN_FAILED, "failed", exits.RUN_FAILED)
+    end = [e["detail"] for e in m["events"] if e["kind"] == "run_end"]
+    assert len(end) == 1 and end[0].startswith("failed: no request was made ("), end
+    assert "went missing" in end[0], end
+
+
 def test_master_sigterm_is_interrupted_143_with_exact_counts(albums_target, tmp_path):
     results = tmp_path / "results"
     with distributed(albums_target, results, tmp_path, 2, "-t", "60s") as procs:

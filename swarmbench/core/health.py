@@ -227,11 +227,14 @@ class Health:
         if status == ABORTED:
             return f"{ABORTED}: {self.aborted}"
         if status == FAILED:
-            return (
+            head = (
                 f"{FAILED}: {failures} of {total} requests failed"
                 if total
                 else f"{FAILED}: no request was made"
             )
+            # What was seen on the way says why: a worker that froze right after its spawn (no
+            # heartbeat, no report) leaves "no request was made" and nothing else to go on.
+            return head + (" (" + "; ".join(self.problems) + ")" if self.problems else "")
         if status == DEGRADED:
             return f"{DEGRADED}: " + "; ".join(self.problems)
         return COMPLETE

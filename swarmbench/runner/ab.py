@@ -595,7 +595,7 @@ def run_all(
                 interrupted = True
                 break
             if p.status != "done":
-                print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+                say_failed(side, p, logs)
             elif record is not None:
                 record_runs([root / side / p.id], record)
             save_points(root, s, env, points, "running")
@@ -607,6 +607,12 @@ def run_all(
             root, s, env, points, "interrupted" if interrupted else "complete" if complete else "incomplete"
         )
     return interrupted
+
+
+def say_failed(side: str, p: SweepPoint, logs: Path) -> None:
+    """A run that failed: why, and where its processes' output is (the reason is one line of it)."""
+    log = display(logs / f"{p.id}.log")
+    print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason} (its log: {log})", file=sys.stderr)
 
 
 def describe(s: AbSettings, side: str) -> str:
@@ -764,7 +770,7 @@ def pairs_loop(
         if run_point(runner, runner.s, root / side, p, logs, progress, i, left):
             return True
         if p.status != "done":
-            print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason}", file=sys.stderr)
+            say_failed(side, p, logs)
         elif record is not None:
             record_runs([root / side / p.id], record)
         return False
