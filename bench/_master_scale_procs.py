@@ -36,6 +36,17 @@ no request is ever sent to it, the workers are simulated."""
 PROBE = ROOT / "bench" / "master_scale_probe.py"
 PLAIN = ROOT / "bench" / "master_scale_plain.py"
 
+MASTER_CPUS_ENV = "BENCH_MASTER_CPUS"
+"""CPUs the masters run on, as "1" or "2,3" (bench_scrape.py --pin sets it): the masters get them
+to themselves and this script's simulated workers run on the others, as a master on a machine of
+its own would, not beside its 1,000 workers. Unset: every process may run anywhere."""
+
+
+def master_cpus() -> set[int] | None:
+    value = os.environ.get(MASTER_CPUS_ENV, "").strip()
+    return {int(c) for c in value.split(",")} if value else None
+
+
 MISSING_LINE = re.compile(r"Worker (\S+) failed to send heartbeat, setting state to missing")
 """Locust's own log line when a master declares a worker missing (both masters print it)."""
 
@@ -107,7 +118,9 @@ def start_master(
         cwd, results = tmp, tmp / "plain"  # not the checkout: its locust.conf is Swarmbench's
     with open(log, "w") as out:
         cmd = [sys.executable, "-m", "locust", *cmd]
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        cpus = master_cpus()
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None  # its threads inherit it
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=pin)
     return Master(name, proc, log, probe, results)
 
 

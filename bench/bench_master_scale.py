@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import shutil
 import statistics
@@ -64,10 +65,12 @@ from _master_scale_check import check_counts, check_swarmbench, top_functions, t
 from _master_scale_model import OFFSETS, Template, make_templates
 from _master_scale_procs import (
     CONNECT_WAIT_S,
+    MASTER_CPUS_ENV,
     Master,
     cpu_seconds,
     handling,
     listener_cpu,
+    master_cpus,
     memory_mib,
     missing_workers,
     own_cpu_seconds,
@@ -108,6 +111,13 @@ MASTERS = ("swarmbench", "locust")
 
 def run(args: argparse.Namespace) -> int:
     limit = raise_fd_limit()
+    pinned = master_cpus()
+    if pinned:
+        others = os.sched_getaffinity(0) - pinned
+        if not others:
+            fail(f"{MASTER_CPUS_ENV}={sorted(pinned)} leaves no CPU for the simulated workers")
+        os.sched_setaffinity(0, others)  # the simulator (and ZeroMQ's threads, made after this)
+        print(f"masters on CPU {sorted(pinned)}, the simulated workers on CPU {sorted(others)}", flush=True)
     need = args.workers * len(args.masters) * FDS_PER_WORKER + 256
     if need > limit:
         fail(f"--workers {args.workers}: needs about {need} file descriptors, the limit is {limit}")

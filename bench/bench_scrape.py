@@ -9,6 +9,11 @@ time). Prints each run's master CPU (% of one core over the measured interval: b
 own figure), their difference, and the scrapes' answer times (p50, max, ms) and sizes. The goal
 (issue 34): ≤ 2 % of a core more at a scrape every 5 s, 1,000 workers × 10 names; a scrape ≤ 50 ms.
 A shared or small machine makes the CPU difference noisy: read it beside the scrape times.
+
+--pin: the master gets the last CPU to itself, the simulated workers and the scraper the others
+(BENCH_MASTER_CPUS, bench/_master_scale_procs.py). Unpinned, on 2 cores, the master waits for CPU
+that 1,000 simulated workers use beside it, which no real deployment asks of it (its workers run
+elsewhere): a scrape's slow answers then measure the bench's own crowding as much as the master.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALE = ROOT / "bench" / "bench_master_scale.py"
+sys.path.insert(0, str(ROOT / "bench"))
+from _master_scale_procs import MASTER_CPUS_ENV  # noqa: E402
+
 LAST_LINE = re.compile(r"swarmbench_cpu=([\d.]+)%")
 
 
@@ -51,6 +59,8 @@ def scraper(port: int, every: float, stop: threading.Event, out: list[tuple[floa
 def one(args: argparse.Namespace, scrape: bool) -> tuple[float, list[tuple[float, int]]]:
     port = free_port()
     env = {**os.environ, "SWARMBENCH_METRICS_PORT": str(port), "PYTHONPATH": str(ROOT)}
+    if args.pin is not None:
+        env[MASTER_CPUS_ENV] = str(args.pin)
     cmd = [sys.executable, str(SCALE), "--masters", "swarmbench", "--workers", str(args.workers)]
     cmd += ["--names", str(args.names), "--seconds", str(args.seconds), "--warmup", str(args.warmup)]
     scrapes: list[tuple[float, int]] = []
@@ -77,7 +87,17 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--warmup", type=float, default=15)
     p.add_argument("--every", type=float, default=5.0, help="seconds between scrapes (Prometheus: 5 s here)")
+    p.add_argument(
+        "--pin", action="store_const", const=max(os.sched_getaffinity(0)),
+        help="the master on a CPU of its own (the last), the simulated workers and the scraper on the others",
+    )  # fmt: skip
     args = p.parse_args()
+    if args.pin is not None:
+        others = os.sched_getaffinity(0) - {args.pin}
+        if not others:
+            sys.exit("--pin needs at least 2 CPUs: one for the master, one for the rest")
+        os.sched_setaffinity(0, others)  # before the scraper thread starts: it inherits it
+        print(f"master on CPU {args.pin}; simulated workers and scraper on CPU {sorted(others)}")
     quiet, _ = one(args, scrape=False)
     scraped, scrapes = one(args, scrape=True)
     ms = sorted(m for m, _ in scrapes)

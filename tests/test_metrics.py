@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 from harness import ROOT, Target, free_port, locust_cmd, run_locust
+from hypothesis import given
+from hypothesis import strategies as st
 from integrity import post
 from runs import only_run, stats
 from webui import UiStack
 
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
-from swarmbench.core.exposition import BUCKET_BOUNDS_S, parse_port
+from swarmbench.core.exposition import BUCKET_BOUNDS_S, Family, parse_port
 
 SAMPLE = re.compile(r"^(?P<name>[a-z_0-9]+)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -187,3 +189,22 @@ def test_no_port_no_endpoint(tmp_path: Path):
     for bad in ("0", "65536", "-1", "9646.0", "port"):
         with pytest.raises(ValueError, match="not a TCP port"):
             parse_port(bad)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=12),
+            st.one_of(st.floats(), st.integers(-(10**6), 10**6), st.booleans()),
+        ),
+        max_size=20,
+    )
+)
+def test_one_label_a_line_at_once_writes_what_a_sample_at_a_time_writes(pairs):
+    """Family.add_each (each worker's CPU and lag, 2,000 lines a scrape at 1,000 workers) is a
+    faster path to the same lines as Family.add: escaping, NaN, the infinities, ints and bools."""
+    one, each = Family("x_total", "gauge", "h"), Family("x_total", "gauge", "h")
+    for value, x in pairs:
+        one.add((("worker", value),), x)
+    each.add_each("worker", pairs)
+    assert each.text() == one.text()

@@ -48,6 +48,8 @@ def escape(value: str) -> str:
 def number(value: float) -> str:
     """VALUE as Prometheus reads it: integers without a point, NaN and the infinities by name,
     other floats in Python's shortest round-trip form."""
+    if type(value) is float and value - value == 0.0:  # finite (NaN and the infinities fail this)
+        return repr(value)  # the common case first: a scrape writes thousands of these
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if math.isnan(value):
@@ -73,6 +75,13 @@ class Family:
 
     def add(self, labels: Labels, value: float, suffix: str = "") -> None:
         self.lines.append(sample(self.name + suffix, labels, value))
+
+    def add_each(self, label: str, pairs: Iterable[tuple[str, float]]) -> None:
+        """Many samples with one label each (LABEL: a worker), each (its value, the number), a line
+        each written at once: at 1,000 workers a scrape wrote 2,000 such lines one sample() at a
+        time, ~10 ms of the master's loop."""
+        head = self.name + "{" + label + '="'
+        self.lines.extend(f'{head}{escape(value)}"}} {number(x)}' for value, x in pairs)
 
     def add_series(self, suffix: str, labels: Labels, last: str, pairs: Iterable[tuple[str, int]]) -> None:
         """Many samples differing in one label LAST only (a histogram's `le`), each (its value, the

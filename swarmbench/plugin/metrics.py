@@ -217,16 +217,14 @@ def run_families(runner: Runner, run: Any, dropped: int | None) -> list[Family]:
         if run is not None and run.health.expected is not None:
             expected.add((), run.health.expected)
         cpu = Family(PREFIX + "generator_cpu_percent", "gauge", "Each worker's CPU use as it reports it.")
-        for client_id, node in sorted(runner.clients.items()):
-            cpu.add((("worker", client_id),), float(node.cpu_usage))
+        cpu.add_each("worker", ((cid, float(node.cpu_usage)) for cid, node in sorted(runner.clients.items())))
         families += [workers, expected, cpu]
     lag = Family(
         PREFIX + "generator_lag_p99_seconds", "gauge", "Each generator's event-loop lag p99, run so far."
     )
     if run is not None:
-        for worker, whole in sorted(run.lag.whole.items()):
-            if isinstance(whole.get("p99_ms"), int | float):
-                lag.add((("worker", worker),), _seconds(whole["p99_ms"]))
+        p99s = ((worker, whole.get("p99_ms")) for worker, whole in sorted(run.lag.whole.items()))
+        lag.add_each("worker", ((worker, _seconds(ms)) for worker, ms in p99s if isinstance(ms, int | float)))
     families.append(lag)
     drops = Family(
         PREFIX + "arrival_dropped_total", "counter", "Open model: iterations that found no idle user."
