@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import os
 import re
 import socket
 import subprocess
@@ -208,3 +209,60 @@ def test_one_label_a_line_at_once_writes_what_a_sample_at_a_time_writes(pairs):
         one.add((("worker", value),), x)
     each.add_each("worker", pairs)
     assert each.text() == one.text()
+
+
+HOLDER = '''
+import os, time
+from pathlib import Path
+from gevent import monkey
+from locust import User, constant, task
+
+blocking_sleep = monkey.get_original("time", "sleep")
+
+
+class Holder(User):
+    """Holds the process's gevent loop for HOLD_S once, as a CPU-bound task or a blocking call does."""
+    wait_time = constant(0.2)
+    held = False
+
+    @task
+    def hold(self):
+        if Holder.held:
+            return
+        Holder.held = True
+        marks = Path(os.environ["HOLD_DIR"])
+        (marks / "start").write_text(repr(time.time()))
+        blocking_sleep(float(os.environ["HOLD_S"]))
+        (marks / "end").write_text(repr(time.time()))
+'''
+
+
+def test_a_scrape_is_answered_while_the_loop_is_held(tmp_path):
+    """/metrics is served from a thread of its own (plugin/metrics.py Endpoint): a scrape that
+    comes while the process's gevent loop is held (3 s here) gets its answer before the hold ends,
+    where a server in the loop answered only after it. The answer is the last body the loop
+    rendered, a whole one."""
+    (tmp_path / "holder.py").write_text(HOLDER)
+    port = free_port()
+    cmd = locust_cmd(
+        "-f", f"locustfiles/swarmbench_plugin.py,{tmp_path / 'holder.py'}", "--headless", "-u", "1",
+        "-r", "1", "-t", "6s", "--results-dir", str(tmp_path / "runs"), "--metrics-port", str(port),
+    )  # fmt: skip
+    env = {**os.environ, "HOLD_DIR": str(tmp_path), "HOLD_S": "3"}
+    log = tmp_path / "locust.log"
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "start").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.02)
+        body = scrape(port)
+        answered = time.time()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    held_until = float((tmp_path / "end").read_text())
+    assert answered < held_until, f"answered {answered - held_until:.2f} s after the hold ended"
+    # A whole document (parse() fails on a cut line), as rendered before the hold: 0 or 1 user.
+    assert value(parse(body), "swarmbench_users") in (0, 1) and body.endswith("\n"), body[-2000:]

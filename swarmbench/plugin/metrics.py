@@ -18,25 +18,26 @@ What it serves is what the master already holds (docs/live.md lists every name):
     swarmbench_users, _workers, _workers_expected, _run_state, _generator_cpu_percent,
     swarmbench_generator_lag_p99_seconds, swarmbench_arrival_dropped_total (open model)
 
-Scraping changes nothing the run measures: the master is one gevent loop, so a scrape runs between
-two reports, never during a merge, and holds no lock. The run-so-far figures are those of the
-latest count: every COUNT_EVERY_S the master counts the samples the workers sent since (the
-histograms the live status reads, plugin/latency.py live_totals) and keeps them with Locust's sums
-of response times of that instant, so a summary's _count and _sum always agree; a scrape answers
-from that (at most COUNT_EVERY_S old), never counting a backlog itself. bench/bench_scrape.py
-measures what a scrape costs and how fast it answers.
+Scraping changes nothing the run measures. Every COUNT_EVERY_S the master's loop counts the samples
+the workers sent since (the histograms the live status reads, plugin/latency.py live_totals), keeps
+them with Locust's sums of response times of that instant (so a summary's _count and _sum always
+agree) and renders the whole answer from them, between two reports, never during a merge; again
+when a run's folder is written. An OS thread of its own (Endpoint) answers each scrape with the
+latest rendering, at most COUNT_EVERY_S old, without waiting for the loop. bench/bench_scrape.py
+measures what scraping costs and how fast a scrape is answered.
 """
 
 from __future__ import annotations
 
+import _socket  # the C module: gevent patches `socket`, never this
 import csv
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import gevent
-from gevent.pywsgi import WSGIServer
+from gevent import monkey
 from locust.env import Environment
 from locust.runners import (
     STATE_CLEANUP,
@@ -96,6 +97,89 @@ STATES = (
 """Locust's runner states: swarmbench_run_state has one series each, 1 for the current one."""
 
 SERVICE = "service"
+
+REQUEST_LIMIT = 8192
+"""Bytes of a request's head the endpoint reads at most (a scrape's is ~200)."""
+
+CLIENT_TIMEOUT_S = 5.0
+"""How long the endpoint waits for a client to send its request or take the answer."""
+
+start_thread = monkey.get_original("_thread", "start_new_thread")
+"""An OS thread (gevent's patched one would be a greenlet in the master's loop)."""
+
+
+class Endpoint:
+    """/metrics served from an OS thread of its own, from a body the master's loop renders.
+
+    In the loop, a scrape waited for every message handled before it, several times over (accept,
+    read, write): at 1,000 workers its answer took 26-48 ms at the median and 99-298 ms at worst,
+    with the master on a core of its own (bench_scrape.py --pin), though nothing held the loop 40 ms.
+    Here the answer waits only for Python's GIL, which the loop hands over at least every 5 ms
+    (sys.getswitchinterval()); the body is a bytes object swapped whole, so a scrape reads a
+    complete one. Blocking calls on the C socket module's own sockets: gevent patches `socket`,
+    and a gevent socket in another thread would start a second loop there."""
+
+    def __init__(self, host: str, port: int) -> None:
+        family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(64)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+        self.body = b""
+
+    def start(self) -> None:
+        start_thread(self._serve, ())
+
+    def stop(self) -> None:
+        self.sock.close()  # the thread's accept() fails, and it ends
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                fd, _addr = self.sock._accept()
+            except OSError:
+                if self.sock.fileno() == -1:
+                    return  # stop()
+                continue  # the client gave up first (ECONNABORTED), or descriptors ran out a moment
+            start_thread(self._answer, (_socket.socket(fileno=fd),))
+
+    def _answer(self, conn: Any) -> None:
+        try:
+            conn.settimeout(CLIENT_TIMEOUT_S)
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < REQUEST_LIMIT:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            conn.sendall(answer(head.split(b"\r\n", 1)[0], self.body))
+        except OSError:
+            pass  # the client went away: nothing to tell it
+        finally:
+            conn.close()
+
+
+def answer(request_line: bytes, body: bytes) -> bytes:
+    """The whole HTTP/1.1 response to REQUEST_LINE (`GET /metrics HTTP/1.1`): the body for GET or
+    HEAD of /metrics, 404 elsewhere, 405 for another method; the connection closed after it."""
+    parts = request_line.decode("latin-1").split()
+    method, path = (parts[0], parts[1].split("?", 1)[0]) if len(parts) >= 2 else ("", "")
+    if method not in ("GET", "HEAD"):
+        status, ctype, body = "405 Method Not Allowed", "text/plain", b"only GET /metrics\n"
+    elif path not in ("/metrics", "/metrics/"):
+        status, ctype, body = "404 Not Found", "text/plain", b"not found: the metrics are at /metrics\n"
+    else:
+        status, ctype = "200 OK", CONTENT_TYPE
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + (b"" if method == "HEAD" else body)
 
 
 def _seconds(ms: float) -> float:
@@ -246,22 +330,28 @@ class Metrics:
 
     def __init__(self, plugin: Any) -> None:
         self.plugin = plugin  # the Swarmbench object: its env, run, latency, open model
-        self.server: WSGIServer | None = None
+        self.server: Endpoint | None = None
         self.port: int | None = None
         self._cached: tuple[Any, str] | None = None  # (what the latency part was made of, its text)
         self._counted: Counted | None = None  # the latest count (_keep_counted)
         self.counter: gevent.Greenlet | None = None
-        self.scrapes = 0
 
     def _keep_counted(self) -> None:
         """Every COUNT_EVERY_S, the latest count (the same work a scrape did, in smaller pieces and
-        off the answer's path)."""
+        off the answer's path), and the body the scrapes get rendered from it."""
         while True:
             gevent.sleep(COUNT_EVERY_S)
             self.plugin.latency.count_in_steps()  # the bulk a batch at a time; count() the rest
             new, old = self.count(), self._counted
             if new is None or old is None or new[0] is not old[0] or new[1] != old[1]:
                 self._counted = new  # else the same figures: the scrapes' cached text stands
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Render what a scrape gets now (the loop's work; the endpoint's thread only sends it):
+        every COUNT_EVERY_S, and when a run's folder is written (its final figures at once)."""
+        if self.server is not None:
+            self.server.body = self.text().encode()
 
     def count(self) -> Counted | None:
         """The run so far counted now (a standalone process's own samples filed first; once a run's
@@ -288,29 +378,20 @@ class Metrics:
         if self.port is None:
             return
         host = opts.web_host if opts.web_host not in ("*", None) else ""
-        server = WSGIServer((host, self.port), self.app, log=None, error_log=logger)
         try:
-            server.init_socket()
+            server = Endpoint(host, self.port)
         except OSError as e:
             die(
                 f"--metrics-port/SWARMBENCH_METRICS_PORT: port {self.port} cannot be used ({e.strerror or e})"
             )
-        server.start()
         self.server = server
+        self.refresh()  # a scrape before the first count gets the figures as they stand
+        server.start()
         self.counter = gevent.spawn(self._keep_counted)
         logger.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0", self.port)
 
-    def app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") not in ("/metrics", "/metrics/"):
-            start_response("404 Not Found", [("Content-Type", "text/plain")])
-            return [b"not found: the metrics are at /metrics\n"]
-        body = self.text().encode()
-        start_response("200 OK", [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))])
-        return [body]
-
     def text(self) -> str:
         """One scrape's answer."""
-        self.scrapes += 1
         plugin = self.plugin
         env = plugin.env
         if env is None or env.runner is None:
@@ -354,5 +435,5 @@ class Metrics:
             self.counter.kill(block=False)
             self.counter = None
         if self.server is not None:
-            self.server.stop(timeout=1)
+            self.server.stop()
             self.server = None

@@ -455,6 +455,7 @@ class Swarmbench:
             print(f"swarmbench: {line}", flush=True)
         if run.run_dir and self.headers:
             headers.scrub_folder(run.run_dir, self.headers)  # nor a saved file
+        self.metrics.refresh()  # /metrics: the run's final figures (a web-UI run's until the next)
 
 
 _plugin: Swarmbench | None = None
