@@ -30,6 +30,7 @@ measures what scraping costs and how fast a scrape is answered.
 from __future__ import annotations
 
 import _socket  # the C module: gevent patches `socket`, never this
+import contextlib
 import csv
 import logging
 import math
@@ -107,6 +108,9 @@ CLIENT_TIMEOUT_S = 5.0
 start_thread = monkey.get_original("_thread", "start_new_thread")
 """An OS thread (gevent's patched one would be a greenlet in the master's loop)."""
 
+thread_sleep = monkey.get_original("time", "sleep")
+"""A sleep of that thread alone (gevent's would wait on a loop of its own there)."""
+
 
 class Endpoint:
     """/metrics served from an OS thread of its own, from a body the master's loop renders.
@@ -136,7 +140,9 @@ class Endpoint:
         start_thread(self._serve, ())
 
     def stop(self) -> None:
-        self.sock.close()  # the thread's accept() fails, and it ends
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(_socket.SHUT_RDWR)  # wakes the thread's accept() (close alone does not)
+        self.sock.close()  # its next accept() fails on the closed socket, and it ends
 
     def _serve(self) -> None:
         while True:
@@ -145,7 +151,8 @@ class Endpoint:
             except OSError:
                 if self.sock.fileno() == -1:
                     return  # stop()
-                continue  # the client gave up first (ECONNABORTED), or descriptors ran out a moment
+                thread_sleep(0.05)  # the client gave up first (ECONNABORTED), or descriptors ran out
+                continue
             start_thread(self._answer, (_socket.socket(fileno=fd),))
 
     def _answer(self, conn: Any) -> None:
