@@ -60,7 +60,10 @@ def test_a_run_of_a_slower_target_is_regressed_on_p95(recorded: dict) -> None:
     code, result, text = gate(recorded, "slower")
     p95 = next(r for r in result["results"] if (r["name"], r["metric"]) == (AGGREGATED, "p95"))
     assert code == 3 and p95["verdict"] == REGRESSED, text
-    assert p95["relative"] > 0.10 and p95["ci"][0] > p95["band"], p95
+    # The gate's own rule for a change (estimate past the band, CI past 0), and near the 20 % made.
+    # Not "the CI's low end past the band": one CI run had it at 0.9 ms for a 5.4 ms band (the
+    # estimate +18 %, rightly regressed), a CI half as wide as this machine's noise allows.
+    assert p95["relative"] > 0.10 and p95["ci"][0] > 0, p95
     assert result["baseline"] == [f"main-{i}" for i in range(PAST_RUNS)]
     assert f"learned from the last {PAST_RUNS} of {PAST_RUNS} comparable runs of main" in text
 
