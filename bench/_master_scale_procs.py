@@ -47,6 +47,15 @@ def master_cpus() -> set[int] | None:
     return {int(c) for c in value.split(",")} if value else None
 
 
+def keep_off(cpus: set[int]) -> set[int] | None:
+    """This process (and what it starts from now on: threads, children) on the CPUs other than
+    CPUS; those CPUs, or None when none is left."""
+    others = os.sched_getaffinity(0) - cpus
+    if others:
+        os.sched_setaffinity(0, others)
+    return others or None
+
+
 MISSING_LINE = re.compile(r"Worker (\S+) failed to send heartbeat, setting state to missing")
 """Locust's own log line when a master declares a worker missing (both masters print it)."""
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
 import shutil
 import statistics
@@ -69,6 +68,7 @@ from _master_scale_procs import (
     Master,
     cpu_seconds,
     handling,
+    keep_off,
     listener_cpu,
     master_cpus,
     memory_mib,
@@ -113,10 +113,9 @@ def run(args: argparse.Namespace) -> int:
     limit = raise_fd_limit()
     pinned = master_cpus()
     if pinned:
-        others = os.sched_getaffinity(0) - pinned
-        if not others:
+        others = keep_off(pinned)  # the simulator (and ZeroMQ's threads, made after this)
+        if others is None:
             fail(f"{MASTER_CPUS_ENV}={sorted(pinned)} leaves no CPU for the simulated workers")
-        os.sched_setaffinity(0, others)  # the simulator (and ZeroMQ's threads, made after this)
         print(f"masters on CPU {sorted(pinned)}, the simulated workers on CPU {sorted(others)}", flush=True)
     need = args.workers * len(args.masters) * FDS_PER_WORKER + 256
     if need > limit:

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCALE = ROOT / "bench" / "bench_master_scale.py"
 sys.path.insert(0, str(ROOT / "bench"))
-from _master_scale_procs import MASTER_CPUS_ENV  # noqa: E402
+from _master_scale_procs import MASTER_CPUS_ENV, keep_off  # noqa: E402
 
 LAST_LINE = re.compile(r"swarmbench_cpu=([\d.]+)%")
 
@@ -93,10 +93,9 @@ def main() -> int:
     )  # fmt: skip
     args = p.parse_args()
     if args.pin is not None:
-        others = os.sched_getaffinity(0) - {args.pin}
-        if not others:
+        others = keep_off({args.pin})  # before the scraper thread starts: it inherits it
+        if others is None:
             sys.exit("--pin needs at least 2 CPUs: one for the master, one for the rest")
-        os.sched_setaffinity(0, others)  # before the scraper thread starts: it inherits it
         print(f"master on CPU {args.pin}; simulated workers and scraper on CPU {sorted(others)}")
     quiet, _ = one(args, scrape=False)
     scraped, scrapes = one(args, scrape=True)

@@ -64,7 +64,7 @@ from swarmbench.core.sweepstate import SweepPoint, SweepState, take_recorded
 from swarmbench.runner import settings as S
 from swarmbench.runner.points import ComposeRunner, LocalRunner, PointRunner, SweepSettings
 from swarmbench.runner.settings import Headless, display, find_checkout, record_runs, results_dir
-from swarmbench.runner.sweep import Progress, fmt_duration
+from swarmbench.runner.sweep import Progress, fmt_duration, point_log
 from swarmbench.runner.terminal import run_folders
 
 # --- --baseline: one run against a saved baseline ----------------------------------------------------
@@ -594,10 +594,7 @@ def run_all(
             if run_point(runner, runner.s, root / side, p, logs, progress, i, len(todo) - i):
                 interrupted = True
                 break
-            if p.status != "done":
-                say_failed(side, p, logs)
-            elif record is not None:
-                record_runs([root / side / p.id], record)
+            after_run(root, side, p, logs, record)
             save_points(root, s, env, points, "running")
     except KeyboardInterrupt:  # between two runs: nothing is running
         interrupted = True
@@ -609,10 +606,14 @@ def run_all(
     return interrupted
 
 
-def say_failed(side: str, p: SweepPoint, logs: Path) -> None:
-    """A run that failed: why, and where its processes' output is (the reason is one line of it)."""
-    log = display(logs / f"{p.id}.log")
-    print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason} (its log: {log})", file=sys.stderr)
+def after_run(root: Path, side: str, p: SweepPoint, logs: Path, record: str | None) -> None:
+    """A run that failed: why, and where its processes' output is (the reason is one line of it);
+    one that is done: into the history store, when asked (RECORD)."""
+    if p.status != "done":
+        log = display(point_log(logs, p.id))
+        print(f"swarmbench ab: run {side}/{p.id} failed: {p.reason} (its log: {log})", file=sys.stderr)
+    elif record is not None:
+        record_runs([root / side / p.id], record)
 
 
 def describe(s: AbSettings, side: str) -> str:
@@ -769,10 +770,7 @@ def pairs_loop(
         (root / side).mkdir(exist_ok=True)
         if run_point(runner, runner.s, root / side, p, logs, progress, i, left):
             return True
-        if p.status != "done":
-            say_failed(side, p, logs)
-        elif record is not None:
-            record_runs([root / side / p.id], record)
+        after_run(root, side, p, logs, record)
         return False
 
     steps = Steps(

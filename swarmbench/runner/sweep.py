@@ -268,7 +268,7 @@ def run_point(
     p.attempts += 1
     p.started_at, p.ended_at, p.reason, p.exit_code, p.verdict = _now(), None, None, None, None
     limit = S.timespan_seconds("RUN_TIME", s.run_time) + POINT_GRACE_S
-    log_path = logs / f"{p.id}.log"
+    log_path = point_log(logs, p.id)
     t0 = time.monotonic()
     progress.start(index, p, remaining_after, live=sweep_dir / p.id / LIVE_JSON)
     interrupted = False
@@ -300,6 +300,11 @@ def run_point(
         move_aside(sweep_dir, p.id)  # never leave a partial folder where the analysis looks
     progress.finish(p, time.monotonic() - t0)
     return interrupted
+
+
+def point_log(logs: Path, point_id: str) -> Path:
+    """Where a point's processes write (its failure's reason is a line of it)."""
+    return logs / f"{point_id}.log"
 
 
 def _stop_cleanly(runner: PointRunner) -> None:
