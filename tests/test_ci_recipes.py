@@ -355,7 +355,10 @@ def test_staging_with_a_baseline_fails_the_build_on_a_regression(staging_net, tm
     assert (results / "pr-1" / "run.json").is_file() and (baseline / "run.json").is_file()
     data = json.loads((results / "pr-1-vs-baseline" / "compare.json").read_text())
     p50 = next(r for r in data["results"] if (r["name"], r["metric"]) == ("Aggregated", "p50"))
-    assert p50["verdict"] == "regressed" and p50["ci"][0] > 5, p50
+    # The gate's own rule (CI past 0, estimate past the band), and an estimate near the 10 ms the
+    # deploys differ by. Not the CI's low end past 5 ms: with one run a side on a shared machine
+    # the interval is wide, and one CI run had it at [3.5, …] for a rightly regressed p50.
+    assert p50["verdict"] == "regressed" and p50["ci"][0] > 0 and 5 < p50["diff"] < 20, json.dumps(p50)
     hosts = next(s for s in data["settings_differ"] if s["setting"] == "host")
     assert (hosts["baseline"], hosts["candidate"]) == (f"http://{fast}:8080", f"http://{slow}:8080")
     assert "regressed" in (results / "pr-1-vs-baseline" / "compare.txt").read_text()
