@@ -15,6 +15,9 @@ target on 127.0.0.1 and attacks it with each tool for --duration seconds:
               from the intended start
   vegeta      `vegeta attack -rate R/s` over the same 3:1 cycle of requests (GET list, GET one,
               POST, GET one); p50/p99 from `vegeta report -type json` (no body validation)
+              and the start lag: how late each iteration's first request went out after its
+              intended start (run.json open_model start_lag), over all worker processes and the
+              worst one's: the scheduler's own lateness, the generator's share of that latency
   closed      (--closed) what a closed-loop Locust shows: the same pool with `--wait-time
               'throughput R/users'` (each user paced to its share), Locust's own p50/p99
 
@@ -178,7 +181,13 @@ def run_swarmbench(
     om = manifest.open_model or OpenModel()
     with open(run_dir / "locust_latency_hdr.csv", newline="") as f:
         agg = {r["kind"]: r for r in csv.DictReader(f) if r["name"] == "Aggregated"}
+    # the generator's own share (run.json open_model start_lag; None from a commit without it)
+    lag = om.latency_ms.start_lag if om.latency_ms else None
+    each = [w.start_lag.p99 for w in om.per_worker.values() if w.start_lag and w.start_lag.p99 is not None]
     return {
+        "lag50": lag.p50 if lag else None,
+        "lag99": lag.p99 if lag else None,
+        "lag99_worst": max(each) if each else None,
         **figures,
         "achieved": om.achieved_rate,
         "p50": float(agg["service"]["p50_ms"]),
@@ -253,8 +262,12 @@ def spread(values: list[float | None], digits: int = 2) -> str:
 
 
 FIGURES = (("achieved", "achieved/s", 1), ("p50", "p50 ms", 2), ("p99", "p99 ms", 2),
-           ("ip50", "int. p50 ms", 2), ("ip99", "int. p99 ms", 2), ("cpu", "CPU %", 1))  # fmt: skip
-"""Swarmbench's figures the table prints: (key, heading, decimals)."""
+           ("ip50", "int. p50 ms", 2), ("ip99", "int. p99 ms", 2), ("cpu", "CPU %", 1),
+           ("lag50", "start lag p50 ms", 3), ("lag99", "start lag p99 ms", 3),
+           ("lag99_worst", "worst generator's start lag p99 ms", 3))  # fmt: skip
+"""Swarmbench's figures the table prints: (key, heading, decimals). The start lag is how late each
+iteration's first request went out after its intended start: the generator's own share of the
+intended-start latency (the rest is the request's service time)."""
 
 
 def source_tree(commit: str, work: Path) -> Path:

@@ -25,6 +25,7 @@ from swarmbench.core.exits import InputError
 from swarmbench.latency.histogram import (
     HIGHEST_US,
     LatencyBook,
+    Samples,
     add_counts,
     bucket_us,
     clamped,
@@ -129,6 +130,44 @@ def test_add_counts_and_bucket_us_record_exactly_what_hdrh_records(drawn):
     assert (inline.min_value, inline.max_value) == (hdrh_own.min_value, hdrh_own.max_value)
     assert bucketed.get_max_value() == hdrh_own.get_max_value()  # what a max is reported as
     assert bucketed.get_min_value() == hdrh_own.get_min_value()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    generators=st.lists(
+        st.lists(st.integers(-5_000, 10**10), max_size=2 * Samples.FOLD_AT), min_size=1, max_size=3
+    ),
+    reports=st.integers(1, 4),
+)
+def test_samples_shipped_in_reports_and_merged_are_the_histogram_of_every_sample(generators, reports):
+    """The open model's start lag: each generator appends µs (negative ones too: an iteration woken
+    early), folds FOLD_AT at a time, ships a delta per report; the master merges them. What it holds
+    must be the very histogram of every sample recorded with hdrh (clamped), count for count."""
+    own, merged = new_histogram(), Samples()
+    for values in generators:
+        mine = Samples()
+        cuts = sorted({len(values) * i // reports for i in range(1, reports)})
+        for part in (values[a:b] for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True)):
+            for us in part:
+                mine.pending.append(us)
+                own.record_value(clamped(us))
+                if len(mine.pending) >= Samples.FOLD_AT:
+                    mine.fold()
+            shipped = mine.take()
+            assert (shipped is None) == (not part)
+            if shipped is not None:
+                merged.merge(shipped)
+        assert mine.take() is None and not mine.pending  # a take starts over
+    got = merged.histogram()
+    assert list(got.counts) == list(own.counts) and got.total_count == own.total_count
+    if own.total_count:
+        assert got.get_max_value() == own.get_max_value() and got.get_min_value() == own.get_min_value()
+
+
+@pytest.mark.parametrize("text", ["", "HISTFAAAA", "z1:@@@", 7])
+def test_a_bad_samples_text_is_a_value_error(text):
+    with pytest.raises(ValueError):
+        Samples().merge(text)
 
 
 def test_the_closed_models_one_call_records_what_record_records():

@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 from harness import ROOT, Target, free_port, locust_cmd, run_locust, run_module
+from pages import tables
 from runs import manifest, method_counts, only_run, stats, target_album_requests, total
 
 from swarmbench.analysis import openmodel as open_analysis
 from swarmbench.core import folder
 from swarmbench.core.checks import AGGREGATED
+from swarmbench.core.figures import show_count, show_ms
 from swarmbench.latency.histogram import CSV_COLUMNS
+from swarmbench.page.run import worker_name
 
 # Arrival rates held and dropped: run alone (make test-py). A bad rate's one line is not timed.
 QUIET = pytest.mark.quiet
@@ -79,6 +82,19 @@ def test_rate_held_across_two_workers(albums_target, tmp_path):
     assert int(hdr[(AGGREGATED, "service")]["count"]) == requests
     assert int(hdr[(AGGREGATED, "intended")]["count"]) == requests
     assert float(hdr[(AGGREGATED, "intended")]["p50_ms"]) >= float(hdr[(AGGREGATED, "service")]["p50_ms"])
+    # The generator's own share: every iteration's first request (here its only one) counted once,
+    # by the worker that ran it; never later than the request's whole time from the intended start.
+    lag = om["latency_ms"]["start_lag"]
+    assert lag["count"] == int(hdr[(AGGREGATED, "intended")]["count"]), lag
+    assert lag["count"] == sum(w["start_lag"]["count"] for w in workers.values()), workers
+    assert 0 < lag["p50"] <= lag["p99"] <= float(hdr[(AGGREGATED, "intended")]["p99_ms"]), lag
+    assert max(w["start_lag"]["p99"] for w in workers.values()) >= lag["p99"] - 1e-9
+    shown_lag = tables((run_dir / folder.REPORT_HTML).read_text())["start-lag"]  # the page says the same
+    expected = [("every generator", lag)] + [(worker_name(wid), w["start_lag"]) for wid, w in workers.items()]
+    assert shown_lag[1:] == [
+        [who, show_count(f["count"]), show_ms(f["p50"]), show_ms(f["p99"]), show_ms(f["max"])]
+        for who, f in expected
+    ], shown_lag
     with open(run_dir / folder.ARRIVAL_CSV, newline="") as f:
         per_second = list(csv.DictReader(f))
     assert sum(int(r["started"]) for r in per_second) == om["iterations_started"]
@@ -111,12 +127,15 @@ def test_slow_target_drops_and_shows_what_a_closed_loop_hides(albums_binary, tmp
     service = float(hdr[(AGGREGATED, "service")]["p99_ms"])
     intended = float(hdr[(AGGREGATED, "intended")]["p99_ms"])
     assert service >= 100
+    lag = om["latency_ms"]["start_lag"]["p99"]  # the wait for a free user is the generator's share
     if max_wait == "0":
         assert om["queued_iterations"] == 0
         assert intended < service + 300, (intended, service)  # on time (give or take a busy CPU) or never
+        assert lag < 300, lag
     else:
         assert om["queued_iterations"] > 0
         assert intended > 900 and intended > 3 * service, (intended, service)
+        assert lag > 800 and lag <= intended, (lag, intended)
     run = open_analysis.load(run_dir)  # the analysis: curves, gap, verdict
     assert run.verdict.capacity_reached and run.verdict.by != "target CPU", run.verdict
     assert len(open_analysis.figure(run).axes) == 2
@@ -175,6 +194,8 @@ def test_a_locustfile_of_ones_own(albums_target, tmp_path):
     assert started - 2 <= int(hdr[("first page", "intended")]["count"]) <= started
     assert int(hdr[("login", "service")]["count"]) == 10
     assert ("login", "intended") not in hdr  # on_start is no iteration
+    # an iteration's start lag is its first request's alone (not health's, nor login's)
+    assert om["latency_ms"]["start_lag"]["count"] == int(hdr[("health", "intended")]["count"])
     # the second request of an iteration waited for the first: later from the intended start
     assert float(hdr[("first page", "intended")]["p50_ms"]) >= float(hdr[("health", "intended")]["p50_ms"])
 

@@ -37,6 +37,7 @@ from swarmbench.analysis.plots import figure as _figure
 from swarmbench.analysis.plots import message as _message
 from swarmbench.core import folder
 from swarmbench.core.bottleneck import DROP_LIMIT, KNEE_P99_MS, judge_open
+from swarmbench.core.figures import show_ms
 from swarmbench.core.loadspec import Hold, holds, parse_arrival_rate
 from swarmbench.core.manifest import LatencyFigures, OpenCapacity, OpenLatency, OpenModel, RunManifest
 from swarmbench.latency.histogram import LatencyBook
@@ -138,16 +139,14 @@ def summary_lines(run: OpenRun) -> list[str]:
     om, v = run.summary, run.verdict
     lat = om.latency_ms or OpenLatency()
     service, intended = lat.service or LatencyFigures(), lat.intended or LatencyFigures()
-
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:g}"
-
+    lag = lat.start_lag or LatencyFigures()
+    ms = show_ms  # as the files have them, never rounded to 6 digits
     return [
         f"offered {om.offered_rate or 0:g}/s, achieved {om.achieved_rate or 0:g}/s over "
         f"{om.window_s or 0:g} s; {om.dropped_iterations or 0} dropped "
         f"({om.pool_exhaustion_events or 0} pool exhaustion events), pool {om.pool_users}",
         f"p99 service {ms(service.p99)} ms, from the intended start {ms(intended.p99)} ms "
-        f"(gap {ms(lat.p99_gap)} ms)",
+        f"(gap {ms(lat.p99_gap)} ms; first requests went out p99 {ms(lag.p99)} ms late)",
         f"capacity {'reached' if v.capacity_reached else 'not reached'}: {v.reason}",
     ]
 

@@ -636,8 +636,11 @@ class OpenLatency(Record):
     intended: LatencyFigures | None = None
     p99_gap: float | None = None  # intended p99 - service p99
     name: str | None = None  # the request name the figures cover (Aggregated)
+    # the generator's own share: how late each iteration's first request started after its
+    # intended start (woken early: after it woke), over all iterations and generators
+    start_lag: LatencyFigures | None = None
 
-    OMIT_WHEN_NONE = frozenset({"service", "intended", "p99_gap"})
+    OMIT_WHEN_NONE = frozenset({"service", "intended", "p99_gap", "start_lag"})
 
 
 @dataclass
@@ -648,6 +651,9 @@ class GeneratorIterations(Record):
     started: int | None = count()
     dropped: int | None = count()
     span: list[float] = field(default_factory=list)  # [first, last] second of the schedule covered
+    start_lag: LatencyFigures | None = None  # OpenLatency.start_lag, this generator's iterations
+
+    OMIT_WHEN_NONE = frozenset({"start_lag"})
 
 
 @dataclass

@@ -41,6 +41,7 @@ from swarmbench.core.manifest import (
     TARGET_UNREACHABLE,
     WORKER_MISSING,
     WORKER_QUIT,
+    OpenModel,
     RunManifest,
 )
 from swarmbench.core.openmodel import PER_SECOND_COLUMNS
@@ -462,7 +463,28 @@ def _open_model_html(facts: Facts) -> list[str]:
             f"for a free user included), per request name ({folder.LATENCY_HDR_CSV}, kind intended):</p>"
         )
         out.append(names_table(facts.answer.intended, "intended"))
+    out += _start_lag_html(om)
     return out
+
+
+def _start_lag_html(om: OpenModel) -> list[str]:
+    """The generator's own share of the intended-start latency (run.json open_model's start_lag):
+    how late each iteration's first request went out, over every generator, then each one's."""
+    every = om.latency_ms.start_lag if om.latency_ms else None
+    if every is None:
+        return []
+    rows = [["every generator", count(every.count), ms(every.p50), ms(every.p99), ms(every.max)]]
+    if len(om.per_worker) > 1:
+        for wid, w in om.per_worker.items():
+            if w.start_lag is not None:
+                lag = w.start_lag
+                rows.append([worker_name(wid), count(lag.count), ms(lag.p50), ms(lag.p99), ms(lag.max)])
+    return [
+        "<p>The load generator's own share of that latency: how late each iteration's first request "
+        f"went out after its intended start ({folder.MANIFEST} open_model start_lag). What is left of "
+        "the intended-start latency is the requests' own time.</p>",
+        _table(["generator", "iterations", "p50 ms", "p99 ms", "max ms"], rows, table_id="start-lag"),
+    ]
 
 
 # --- charts ---------------------------------------------------------------------------------------
@@ -662,10 +684,11 @@ def _lag(m: RunManifest) -> list[str]:
 # --- the rest -------------------------------------------------------------------------------------
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "") -> str:
     heads = "".join(f"<th>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
+    ident = f' id="{escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _checks_html(m: RunManifest) -> list[str]:

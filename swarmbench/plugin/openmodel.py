@@ -73,6 +73,7 @@ from typing import Any
 
 import gevent
 from gevent.hub import Waiter
+from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, Runner, WorkerRunner
 
@@ -88,7 +89,7 @@ from swarmbench.core.openmodel import (
     generator_iterations,
     summarize,
 )
-from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, max_ms, percentile_ms
+from swarmbench.latency.histogram import TIMELINE_COLUMNS, LatencyBook, Samples, max_ms, percentile_ms
 from swarmbench.plugin.options import die
 
 # --- waking greenlets at an exact time ------------------------------------------------------------
@@ -194,7 +195,8 @@ PARK_S = 1.0
 before looking again; a change of share wakes it at once."""
 
 INTENDED = "swarmbench_intended_start"
-"""Attribute of a user's greenlet: its current iteration's (intended start, latency origin), in
+"""Attribute of a user's greenlet: its current iteration's [intended start, latency origin, its
+first request still to come], in
 perf_counter time. On the greenlet, so it lives exactly as long as the user does."""
 
 PATCHED = "swarmbench_open_model"
@@ -214,6 +216,7 @@ class Pool:
         self.sleepers: set[Waiter] = set()  # the users asleep (for a slot, or parked)
         self.alarm: Alarm | None = None
         self.alarm_made = False
+        self.start_lag = Samples()  # µs from each iteration's origin to its first request (intended())
         os.register_at_fork(after_in_child=self._forget_alarm)
 
     # --- the master's word: this generator's share, the schedule's clock -----------------------
@@ -303,7 +306,7 @@ class Pool:
         else:
             self.found_user = True
         self._record(intended, started=True)
-        setattr(gevent.getcurrent(), INTENDED, (intended, origin))  # its requests look it up
+        setattr(gevent.getcurrent(), INTENDED, [intended, origin, True])  # its requests look it up
 
     def _sleep(self, until: float) -> None:
         """Sleep until UNTIL (perf_counter time) or until configure()/stop() wakes every sleeper."""
@@ -344,10 +347,16 @@ class Pool:
         iteration = getattr(gevent.getcurrent(), INTENDED, None)
         if iteration is None:
             return None
-        intended, origin = iteration
+        intended, origin, first = iteration
         # The request's end as Locust timed it (start + response time), not now: a task that parses
         # the body inside `catch_response` fires the event later, and that is not the server's time.
         end = start_time - self.wall_offset + response_time / 1000 if start_time else time.perf_counter()
+        if first:  # the iteration's first request: how late it went out is the generator's own share
+            iteration[2] = False
+            lag = self.start_lag.pending
+            lag.append(int((end - origin) * 1_000_000 - response_time * 1000 + 0.5))
+            if len(lag) >= Samples.FOLD_AT:
+                self.start_lag.fold()
         return (end - origin) * 1000, int(intended - self.last_t0)
 
     def take_report(self) -> dict[str, Any]:
@@ -355,8 +364,11 @@ class Pool:
         unclaimed are counted first, so drops reach the master within a report interval."""
         if self.slots is not None:
             self._expire(time.perf_counter(), max(self.max_wait_s, LATE_START_GRACE_S))
-        out = {"counts": self.counts.to_report()}
+        out: dict[str, Any] = {"counts": self.counts.to_report()}
         self.counts = ArrivalCounts()
+        lag = self.start_lag.take()
+        if lag is not None:
+            out["start_lag"] = lag
         return out
 
 
@@ -426,6 +438,7 @@ class ArrivalLoad:
         self.pool: Pool | None = None  # load generators only
         self.counts = ArrivalCounts()  # master/standalone: the run's sum
         self.per_worker: dict[str, ArrivalCounts] = {}
+        self.start_lag: dict[str, Samples] = {}  # master/standalone: each generator's
         self.clock0 = 0.0  # time.monotonic() at the schedule's second 0 (master/standalone)
         self.clock0_epoch = 0.0  # the same moment, time.time(): the CSV's timestamps
         self.coordinator: gevent.Greenlet | None = None
@@ -533,6 +546,12 @@ class ArrivalLoad:
         counts = report.get("counts") or {}
         self.counts.add_report(counts)
         self.per_worker.setdefault(source, ArrivalCounts()).add_report({**counts, "per_second": {}})
+        lag = report.get("start_lag")
+        if lag is not None:
+            try:
+                self.start_lag.setdefault(source, Samples()).merge(lag)
+            except ValueError as e:  # a worker of another version: its figure is left out, not the run
+                logger.warning("Open model: %s's start lag is left out: %s", source, e)
 
     # --- the end --------------------------------------------------------------------------------
 
@@ -572,6 +591,12 @@ class ArrivalLoad:
             )
         out.latency_ms = latency_summary(book)
         out.per_worker = {wid: generator_iterations(c) for wid, c in sorted(self.per_worker.items())}
+        every = Samples()
+        for wid, lag in self.start_lag.items():
+            every.add(lag)
+            if wid in out.per_worker:
+                out.per_worker[wid].start_lag = figures(lag.histogram())
+        out.latency_ms.start_lag = figures(every.histogram())
         return out
 
     def write(self, run_dir: Path) -> None:
@@ -605,15 +630,19 @@ def latency_summary(book: LatencyBook) -> OpenLatency:
     """Aggregated p50/p99/max of both kinds, and the coordinated-omission gap at p99."""
     out = OpenLatency(name=AGGREGATED)
     for kind in ("service", "intended"):
-        hist = book.aggregated(kind)
-        if hist.get_total_count():
-            figures = LatencyFigures(
-                count=hist.get_total_count(),
-                p50=percentile_ms(hist, 50),
-                p99=percentile_ms(hist, 99),
-                max=max_ms(hist),
-            )
-            setattr(out, kind, figures)
+        setattr(out, kind, figures(book.aggregated(kind)))
     if out.service and out.intended and out.service.p99 is not None and out.intended.p99 is not None:
         out.p99_gap = round(out.intended.p99 - out.service.p99, 3)
     return out
+
+
+def figures(hist: HdrHistogram) -> LatencyFigures | None:
+    """HIST's count, p50, p99 and max (ms); None when it holds nothing."""
+    if not hist.get_total_count():
+        return None
+    return LatencyFigures(
+        count=hist.get_total_count(),
+        p50=percentile_ms(hist, 50),
+        p99=percentile_ms(hist, 99),
+        max=max_ms(hist),
+    )
