@@ -325,8 +325,8 @@ def compare(args: argparse.Namespace, target_bin: Path, vegeta: Path | None, wor
             print("  closed loop (this): " + "; ".join(cells))
         if args.against:
             mine, theirs = found["this"], found[args.against]
-            for key, heading, _ in FIGURES[1:5]:
-                ratios = [a[key] / b[key] for a, b in zip(mine, theirs, strict=True) if b[key]]
+            for key, heading, _ in (*FIGURES[1:5], *FIGURES[6:8]):
+                ratios = [a[key] / b[key] for a, b in zip(mine, theirs, strict=True) if a[key] and b[key]]
                 pairs = f"(paired, {len(ratios)} pairs)"
                 print(f"  this / {args.against}, {heading}: {spread(ratios, 3)} {pairs}")
         sys.stdout.flush()
