@@ -145,6 +145,7 @@ def test_slow_target_drops_and_shows_what_a_closed_loop_hides(albums_binary, tmp
         assert report.returncode == 0, report.stderr[-2000:]
         page = (tmp_path / "report" / "report.html").read_text()
         assert f"Open model — {run_dir.name}" in page and "capacity reached" in page
+        assert f"first requests went out p99 {show_ms(lag)} ms late" in page  # run.json's figure
         assert (tmp_path / "report" / f"open_model_{run_dir.name}.png").is_file()
 
 
