@@ -720,6 +720,7 @@ class Samples:
         self.buckets.update(dict(zip(indices, counts, strict=True)))
 
     def add(self, other: Samples) -> None:
+        """OTHER's samples into these (the master's sum of its generators')."""
         other.fold()
         self.fold()
         self.buckets.update(other.buckets)

@@ -199,9 +199,9 @@ PARK_S = 1.0
 before looking again; a change of share wakes it at once."""
 
 INTENDED = "swarmbench_intended_start"
-"""Attribute of a user's greenlet: its current iteration's [intended start, latency origin, its
-first request still to come], in
-perf_counter time. On the greenlet, so it lives exactly as long as the user does."""
+"""Attribute of a user's greenlet: its current iteration's [intended start, latency origin (both in
+perf_counter time), its first request still to come]. On the greenlet, so it lives exactly as long
+as the user does."""
 
 PATCHED = "swarmbench_open_model"
 """Marks the open-model wrappers (install may run twice; a subclass inherits its parent's)."""
