@@ -178,7 +178,11 @@ def run_swarmbench(
     }
     if mode != "open":
         return {**figures, "achieved": figures["requests_per_s"], **locust_percentiles(run_dir)}
-    om = manifest.open_model or OpenModel()
+    return {**figures, **open_figures(run_dir, manifest.open_model or OpenModel())}
+
+
+def open_figures(run_dir: Path, om: OpenModel) -> dict:
+    """An open-model run's figures: both latencies' p50/p99 (its HDR files), the start lag, drops."""
     with open(run_dir / "locust_latency_hdr.csv", newline="") as f:
         agg = {r["kind"]: r for r in csv.DictReader(f) if r["name"] == "Aggregated"}
     # the generator's own share (run.json open_model start_lag; None from a commit without it)
@@ -188,7 +192,6 @@ def run_swarmbench(
         "lag50": lag.p50 if lag else None,
         "lag99": lag.p99 if lag else None,
         "lag99_worst": max(each) if each else None,
-        **figures,
         "achieved": om.achieved_rate,
         "p50": float(agg["service"]["p50_ms"]),
         "p99": float(agg["service"]["p99_ms"]),
