@@ -12,12 +12,11 @@ target on 127.0.0.1 and attacks it with each tool for --duration seconds:
   swarmbench  Locust with --arrival-rate R, a pool of --users AlbumsFastHttpUser users (the albums
               journey, 3 GET : 1 POST, each response validated), --processes N workers (0: one
               standalone process); p50/p99 from its HDR histograms: service time (Locust's) and
-              from the intended start
+              from the intended start; and the start lag: how late each iteration's first
+              request went out after its intended start (run.json open_model start_lag), over
+              all worker processes and the worst one's: the generator's share of that latency
   vegeta      `vegeta attack -rate R/s` over the same 3:1 cycle of requests (GET list, GET one,
               POST, GET one); p50/p99 from `vegeta report -type json` (no body validation)
-              and the start lag: how late each iteration's first request went out after its
-              intended start (run.json open_model start_lag), over all worker processes and the
-              worst one's: the scheduler's own lateness, the generator's share of that latency
   closed      (--closed) what a closed-loop Locust shows: the same pool with `--wait-time
               'throughput R/users'` (each user paced to its share), Locust's own p50/p99
 

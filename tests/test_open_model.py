@@ -195,7 +195,7 @@ def test_a_locustfile_of_ones_own(albums_target, tmp_path):
     assert started - 2 <= int(hdr[("first page", "intended")]["count"]) <= started
     assert int(hdr[("login", "service")]["count"]) == 10
     assert ("login", "intended") not in hdr  # on_start is no iteration
-    # an iteration's start lag is its first request's alone (not health's, nor login's)
+    # an iteration's start lag is its first request's alone (health's: not first page's, nor login's)
     assert om["latency_ms"]["start_lag"]["count"] == int(hdr[("health", "intended")]["count"])
     # the second request of an iteration waited for the first: later from the intended start
     assert float(hdr[("first page", "intended")]["p50_ms"]) >= float(hdr[("health", "intended")]["p50_ms"])

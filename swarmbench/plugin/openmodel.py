@@ -255,7 +255,7 @@ class Pool:
         now = time.perf_counter()
         held = time.time() - gevent.get_hub().loop.now()  # both wall-clock: since the loop last ran
         end = now - min(max(held, 0.0), STOP_HOLD_MAX_S)
-        self._account(self.slots.expire(end), end)
+        self._expire(end, 0.0)
         self.slots = None
         self._wake_all()
 
